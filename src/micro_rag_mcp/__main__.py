@@ -1,0 +1,3 @@
+from micro_rag_mcp.main import main
+
+raise SystemExit(main())

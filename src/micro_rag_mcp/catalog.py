@@ -1,0 +1,351 @@
+"""The catalog: the one truth of the index, in SQLite.
+
+Files, their chunks (text and citation positions) and the run identity live here. An
+FTS5 table over the chunk text is the keyword channel. Every change of one file is one
+transaction, so a reader (in this process or another) sees a file's old chunks or its
+new ones, never a mix. Chunk ids come from AUTOINCREMENT and are never reused, which is
+what lets the FAISS index (derived data) be reconciled against this table by id alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "2"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    id         INTEGER PRIMARY KEY,
+    path       TEXT NOT NULL UNIQUE,
+    ext        TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    mtime_ns   INTEGER NOT NULL,
+    checksum   TEXT,
+    status     TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    error      TEXT,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id     INTEGER NOT NULL REFERENCES files(id),
+    chunk_index INTEGER NOT NULL,
+    char_start  INTEGER NOT NULL,
+    char_end    INTEGER NOT NULL,
+    line_start  INTEGER,
+    line_end    INTEGER,
+    page        INTEGER,
+    title       TEXT NOT NULL DEFAULT '',
+    text        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, text,
+    content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
+    VALUES ('delete', old.id, old.title, old.text);
+END;
+"""
+
+
+class CatalogCorrupt(Exception):
+    """The catalog file exists but is not a usable database."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """What the catalog knows of one file, as of its last reindex."""
+
+    path: str
+    ext: str
+    size: int
+    mtime_ns: int
+    checksum: str | None
+    status: str
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewChunk:
+    """A chunk about to be stored, with its citation positions."""
+
+    chunk_index: int
+    char_start: int
+    char_end: int
+    line_start: int | None
+    line_end: int | None
+    page: int | None
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A stored chunk joined with its file, as search returns it."""
+
+    id: int
+    path: str
+    ext: str
+    mtime_ns: int
+    chunk_index: int
+    char_start: int
+    char_end: int
+    line_start: int | None
+    line_end: int | None
+    page: int | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogStats:
+    files_indexed: int
+    files_failed: int
+    chunks: int
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn
+
+
+class Catalog:
+    """A connection to the catalog database. One per thread of work."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    # -- opening -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, *, check: bool = False) -> Catalog:
+        """Open (creating if needed) the catalog; raise CatalogCorrupt if it is unusable."""
+        try:
+            conn = _connect(path)
+            if check:
+                row = conn.execute("PRAGMA quick_check").fetchone()
+                if row is None or row[0] != "ok":
+                    conn.close()
+                    raise CatalogCorrupt(f"integrity check failed: {row[0] if row else 'no answer'}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.executescript(_SCHEMA)
+            catalog = cls(conn, path)
+            stored = catalog.get_meta("schema_version")
+            if stored is None:
+                catalog.set_meta("schema_version", SCHEMA_VERSION)
+            elif stored != SCHEMA_VERSION:
+                conn.close()
+                raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
+            return catalog
+        except sqlite3.DatabaseError as e:
+            raise CatalogCorrupt(str(e)) from e
+
+    @classmethod
+    def open_reader(cls, path: Path) -> Catalog:
+        """A connection for searching: never writes, never creates."""
+        if not path.exists():
+            raise CatalogCorrupt("catalog does not exist yet")
+        conn = _connect(path)
+        conn.execute("PRAGMA query_only = 1")
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees one committed state."""
+        self._conn.execute("BEGIN")
+        try:
+            yield self._conn
+        finally:
+            self._conn.execute("COMMIT")
+
+    # -- metadata ------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    # -- files -----------------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._conn.execute(
+            "SELECT path, ext, size, mtime_ns, checksum, status, error FROM files"
+        )
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def failures(self) -> list[tuple[str, str]]:
+        rows = self._conn.execute(
+            "SELECT path, coalesce(error, '') FROM files WHERE status = 'failed' ORDER BY path"
+        )
+        return [(str(p), str(e)) for p, e in rows]
+
+    def store_file(self, record: FileRecord, chunks: Sequence[NewChunk]) -> list[int]:
+        """Replace everything known of one file in one transaction; return the old chunk ids."""
+        with self.transaction() as conn:
+            old = self._delete_chunks(conn, record.path)
+            file_id = self._upsert_file(conn, record)
+            conn.executemany(
+                "INSERT INTO chunks(file_id, chunk_index, char_start, char_end, line_start, "
+                "line_end, page, title, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        file_id,
+                        c.chunk_index,
+                        c.char_start,
+                        c.char_end,
+                        c.line_start,
+                        c.line_end,
+                        c.page,
+                        c.title,
+                        c.text,
+                    )
+                    for c in chunks
+                ),
+            )
+        return old
+
+    def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
+        """Record a new stamp for a file whose text did not change."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path)
+            )
+
+    def remove_file(self, path: str) -> list[int]:
+        """Forget a file and its chunks in one transaction; return the removed chunk ids."""
+        with self.transaction() as conn:
+            old = self._delete_chunks(conn, path)
+            conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        return old
+
+    def forget_stamps(self) -> None:
+        """Make every file look changed, so the next reindex re-reads and re-chunks it."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE files SET size = -1, checksum = NULL")
+
+    @staticmethod
+    def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?",
+                (path,),
+            )
+        ]
+        if ids:
+            conn.execute(
+                "DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = ?)",
+                (path,),
+            )
+        return ids
+
+    @staticmethod
+    def _upsert_file(conn: sqlite3.Connection, r: FileRecord) -> int:
+        conn.execute(
+            "INSERT INTO files(path, ext, size, mtime_ns, checksum, status, error, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+            "ext = excluded.ext, size = excluded.size, mtime_ns = excluded.mtime_ns, "
+            "checksum = excluded.checksum, status = excluded.status, error = excluded.error, "
+            "indexed_at = excluded.indexed_at",
+            (r.path, r.ext, r.size, r.mtime_ns, r.checksum, r.status, r.error, time.time()),
+        )
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (r.path,)).fetchone()
+        return int(row[0])
+
+    # -- chunks ----------------------------------------------------------------------
+
+    def chunk_ids(self) -> list[int]:
+        return [int(r[0]) for r in self._conn.execute("SELECT id FROM chunks ORDER BY id")]
+
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
+        """Texts of the given chunk ids that still exist."""
+        out: dict[int, str] = {}
+        for batch in _batched(list(ids), 500):
+            marks = ",".join("?" * len(batch))
+            for cid, text in self._conn.execute(
+                f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch
+            ):
+                out[int(cid)] = str(text)
+        return out
+
+    def fetch(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
+        """The chunks (joined with their files) for the given ids that still exist."""
+        out: dict[int, StoredChunk] = {}
+        for batch in _batched(list(ids), 500):
+            marks = ",".join("?" * len(batch))
+            rows = self._conn.execute(
+                "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
+                " c.line_start, c.line_end, c.page, c.text FROM chunks c"
+                f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
+                batch,
+            )
+            for r in rows:
+                out[int(r[0])] = StoredChunk(*r)
+        return out
+
+    def keyword_search(
+        self, match: str, limit: int, weights: tuple[float, float] = (1.0, 1.0)
+    ) -> list[int]:
+        """Chunk ids matching an FTS5 expression, best BM25 first."""
+        rows = self._conn.execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts, ?, ?) LIMIT ?",
+            (match, weights[0], weights[1], limit),
+        )
+        return [int(r[0]) for r in rows]
+
+    def max_chunk_id(self) -> int:
+        row = self._conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
+        return int(row[0])
+
+    def stats(self) -> CatalogStats:
+        row = self._conn.execute(
+            "SELECT (SELECT count(*) FROM files WHERE status = 'ok'),"
+            " (SELECT count(*) FROM files WHERE status = 'failed'),"
+            " (SELECT count(*) FROM chunks)"
+        ).fetchone()
+        return CatalogStats(int(row[0]), int(row[1]), int(row[2]))
+
+
+def _batched(items: list[int], n: int) -> Iterator[list[int]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]

@@ -1,0 +1,33 @@
+"""The exceptions a caller can act on.
+
+``MicroRagError`` is the base. The CLI turns these into a message and an exit status;
+the server turns them into a ``ToolError`` the model can read.
+"""
+
+
+class MicroRagError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(MicroRagError):
+    """A command-line value or the data folder is unusable."""
+
+
+class ReadError(MicroRagError):
+    """A document could not be read or parsed; the message is the reason recorded for it."""
+
+
+class ModelUnavailable(MicroRagError):
+    """The embedding model's files are missing or do not match the expected checksum."""
+
+
+class IndexBusy(MicroRagError):
+    """Another reindex (in this process or another one) holds the index lock."""
+
+
+class IndexWriteError(MicroRagError):
+    """The index folder cannot be written (read-only, full, or gone)."""
+
+
+class InvalidArgument(MicroRagError):
+    """A tool argument is outside what the tool accepts."""

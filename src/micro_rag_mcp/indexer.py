@@ -1,0 +1,211 @@
+"""Bringing the index in line with the folder: read what changed, then embed what lacks a vector.
+
+Two passes, both restartable at any instant:
+
+1. ``sync_files`` walks the folder and, file by file, replaces the catalog's chunks in
+   one transaction. Keyword search sees each file as soon as it commits.
+2. ``embed_missing`` enforces the invariant: every chunk in the catalog has a vector,
+   computed from its stored text if missing, and no vector outlives its chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.chunking import Locator, chunk_text
+from micro_rag_mcp.embedder import Embedder
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers import read_document
+from micro_rag_mcp.scanner import PathGlob, ScannedFile, ScanRules, scan
+from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vectors import VectorStore
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    phase: str  # "reading" or "embedding"
+    done: int
+    total: int
+    item: str = ""
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(slots=True)
+class SyncCounts:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+def scan_rules(settings: Settings) -> ScanRules:
+    return ScanRules(
+        root=settings.data_folder,
+        exts=settings.exts,
+        exclude=(settings.index_folder,),
+        skip_dirs=settings.skip_dirs,
+    )
+
+
+def sync_files(
+    catalog: Catalog,
+    vectors: VectorStore | None,
+    settings: Settings,
+    *,
+    scope: PathGlob | None = None,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+) -> SyncCounts:
+    """Make the catalog match the files in scope; old vectors of changed files are dropped."""
+    counts = SyncCounts()
+    known = catalog.files()
+    found = list(scan(scan_rules(settings), scope))
+    on_disk = {f.rel for f in found}
+    gone = [p for p in known if p not in on_disk and (scope is None or scope.matches(p))]
+    total = len(found) + len(gone)
+    for done, rel in enumerate(gone, 1):
+        _forget(catalog, vectors, rel)
+        counts.removed += 1
+        if progress:
+            progress(Progress("reading", done, total, rel))
+    for done, f in enumerate(found, len(gone) + 1):
+        _sync_one(catalog, vectors, settings, f, known.get(f.rel), force, counts)
+        if progress:
+            progress(Progress("reading", done, total, f.rel))
+    return counts
+
+
+def _forget(catalog: Catalog, vectors: VectorStore | None, rel: str) -> None:
+    old = catalog.remove_file(rel)
+    if vectors is not None:
+        vectors.remove(old)
+    logger.debug("removed %s (%d chunks)", rel, len(old))
+
+
+def _sync_one(
+    catalog: Catalog,
+    vectors: VectorStore | None,
+    settings: Settings,
+    f: ScannedFile,
+    rec: FileRecord | None,
+    force: bool,
+    counts: SyncCounts,
+) -> None:
+    if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
+        counts.unchanged += 1
+        return
+    ext = os.path.splitext(f.rel)[1].lower()
+    try:
+        text, chunks = _extract(f.path, settings)
+    except ReadError as e:
+        if not f.path.exists():  # deleted between the scan and the read
+            if rec is not None:
+                _forget(catalog, vectors, f.rel)
+                counts.removed += 1
+            return
+        reason = str(e) or type(e).__name__
+        logger.warning("cannot index %s: %s", f.rel, reason)
+        failed = FileRecord(f.rel, ext, f.size, f.mtime_ns, None, "failed", reason)
+        _store(catalog, vectors, failed, [])
+        counts.failed.append((f.rel, reason))
+        return
+    checksum = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
+        catalog.touch_file(f.rel, f.size, f.mtime_ns)
+        counts.unchanged += 1
+        return
+    record = FileRecord(f.rel, ext, f.size, f.mtime_ns, checksum, "ok", None)
+    _store(catalog, vectors, record, chunks)
+    if rec is None:
+        counts.added += 1
+    else:
+        counts.updated += 1
+    logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+
+
+def _store(
+    catalog: Catalog, vectors: VectorStore | None, record: FileRecord, chunks: list[NewChunk]
+) -> None:
+    old = catalog.store_file(record, chunks)
+    if vectors is not None:
+        vectors.remove(old)
+
+
+def _extract(path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
+    """Read, chunk and locate one document; raise ReadError with the reason it failed."""
+    doc = read_document(path, max_bytes=settings.max_file_bytes)
+    if not doc.text.strip():
+        raise ReadError("no extractable text (empty document)")
+    title = document_title(path)
+    locate = Locator(doc.text, doc.page_starts)
+    chunks: list[NewChunk] = []
+    for c in chunk_text(doc.text, settings.chunk_size, settings.chunk_overlap):
+        line_start, line_end = locate.lines(c.start, c.end) if not doc.page_starts else (None, None)
+        chunks.append(
+            NewChunk(
+                c.index, c.start, c.end, line_start, line_end, locate.page(c.start), title, c.text
+            )
+        )
+    return doc.text, chunks
+
+
+def document_title(path: Path) -> str:
+    """Words of the file name, for the keyword channel: ``q3_sales-report.pdf`` -> ``q3 sales report``."""
+    return " ".join(path.stem.replace("_", " ").replace("-", " ").split())
+
+
+def reconcile(catalog: Catalog, vectors: VectorStore) -> list[int]:
+    """Drop vectors whose chunk is gone; return the chunk ids that lack a vector."""
+    import numpy as np
+
+    chunk_ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
+    vector_ids = vectors.ids()
+    orphans = np.setdiff1d(vector_ids, chunk_ids, assume_unique=True)
+    if orphans.size:
+        vectors.remove(orphans.tolist())
+        logger.info("dropped %d vectors whose chunks are gone", orphans.size)
+    return [int(i) for i in np.setdiff1d(chunk_ids, vector_ids, assume_unique=True)]
+
+
+def embed_missing(
+    catalog: Catalog,
+    vectors: VectorStore,
+    embedder: Embedder,
+    *,
+    progress: ProgressFn | None = None,
+    save_every_s: float = 30.0,
+) -> int:
+    """Give every chunk a vector; save the store now and then and at the end. Returns count."""
+    missing = reconcile(catalog, vectors)
+    done = 0
+    last_save = time.monotonic()
+    for i in range(0, len(missing), EMBED_BATCH):
+        texts = catalog.chunk_texts(missing[i : i + EMBED_BATCH])
+        ids = list(texts)
+        if ids:
+            vectors.add(ids, embedder.embed_documents([texts[c] for c in ids]))
+        done += len(ids)
+        if progress:
+            progress(Progress("embedding", min(i + EMBED_BATCH, len(missing)), len(missing)))
+        if time.monotonic() - last_save > save_every_s:
+            vectors.save()
+            last_save = time.monotonic()
+    if vectors.dirty or not vectors.path.exists():
+        vectors.save()
+    if missing:
+        logger.info("embedded %d chunks", done)
+    return done

@@ -1,0 +1,160 @@
+"""Finding the documents of a data folder, and the glob that limits a reindex."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from micro_rag_mcp.errors import InvalidArgument
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    rel: str  # relative to the data folder, "/" separators
+    path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRules:
+    root: Path
+    exts: tuple[str, ...]
+    exclude: tuple[Path, ...]  # real paths never entered (the index folder)
+    skip_dirs: frozenset[str]
+
+
+def scan(rules: ScanRules, scope: PathGlob | None = None) -> Iterator[ScannedFile]:
+    """Every indexable regular file under the root, in a stable order.
+
+    Hidden entries, ``skip_dirs`` and the excluded folders are never entered. Symlinked
+    folders are not followed (no loops, nothing outside the root); a symlinked file is
+    taken only if its real path lies inside the root. Iterative, so depth is no limit.
+    """
+    root = Path(os.path.realpath(rules.root))
+    exclude = {os.path.realpath(p) for p in rules.exclude}
+    stack: list[tuple[str, str]] = [(str(root), "")]
+    while stack:
+        folder, prefix = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError as e:
+            logger.warning("cannot list %s: %s", folder, e.strerror or e)
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not _encodable(name, folder):
+                continue
+            rel = f"{prefix}{name}"
+            if entry.is_dir(follow_symlinks=False):
+                if name not in rules.skip_dirs and os.path.realpath(entry.path) not in exclude:
+                    stack.append((entry.path, rel + "/"))
+                continue
+            if os.path.splitext(name)[1].lower() not in rules.exts:
+                continue
+            if scope is not None and not scope.matches(rel):
+                continue
+            found = _regular_file(entry, root, rel)
+            if found is not None:
+                yield found
+
+
+def _encodable(name: str, folder: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        logger.warning("skipping %r in %s: the name is not valid UTF-8", name, folder)
+        return False
+    return True
+
+
+def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile | None:
+    try:
+        if entry.is_symlink():
+            real = Path(os.path.realpath(entry.path))
+            if not real.is_relative_to(root):
+                logger.warning("skipping %s: symlink to %s, outside the data folder", rel, real)
+                return None
+        st = os.stat(entry.path)  # follows a symlink whose target we just checked
+    except OSError as e:
+        logger.warning("skipping %s: %s", rel, e.strerror or e)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return ScannedFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns)
+
+
+class PathGlob:
+    """A glob over paths relative to the data folder.
+
+    ``*`` and ``?`` stay within one folder, ``**`` spans folders, ``[abc]`` is a class.
+    A pattern that names a folder takes everything under it. Patterns that could leave
+    the data folder (absolute, ``..``, ``~``) are refused.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        norm = pattern.strip().replace("\\", "/")
+        if not norm:
+            raise InvalidArgument("path_glob must not be empty")
+        if "\x00" in norm:
+            raise InvalidArgument("path_glob must not contain NUL characters")
+        if norm.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", norm):
+            raise InvalidArgument(
+                f"path_glob {pattern!r} is absolute; give a pattern relative to the data folder"
+            )
+        parts = [p for p in norm.split("/") if p not in ("", ".")]
+        if ".." in parts:
+            raise InvalidArgument(f"path_glob {pattern!r} would leave the data folder ('..')")
+        if not parts:
+            raise InvalidArgument(f"path_glob {pattern!r} names no files")
+        body = _translate(parts)
+        self._regex = re.compile(f"(?s:{body})(?:/.*)?\\Z")
+
+    def matches(self, rel: str) -> bool:
+        return self._regex.match(rel) is not None
+
+
+def _translate(parts: list[str]) -> str:
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        out.append(_translate_segment(part) + ("" if last else "/"))
+    return "".join(out)
+
+
+def _translate_segment(seg: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(seg):
+        c = seg[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = seg.find("]", i + 2 if seg[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                inner = seg[i + 1 : j]
+                neg = inner.startswith("!")
+                inner = inner[1:] if neg else inner
+                inner = inner.replace("\\", "\\\\").replace("^", "\\^")
+                out.append(f"[{'^/' if neg else ''}{inner}]" if inner else "(?!)")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)

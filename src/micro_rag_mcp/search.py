@@ -1,0 +1,125 @@
+"""Hybrid retrieval: FAISS and FTS5 candidates fused by reciprocal rank.
+
+``score`` is always the cosine similarity of the chunk to the query, whichever channel
+found it, so ``score_threshold`` means one thing. A chunk with no vector yet (indexing in
+progress) carries no score and is not cut by the threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from micro_rag_mcp.catalog import Catalog, StoredChunk
+from micro_rag_mcp.vectors import VectorStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+MAX_QUERY_TERMS = 64
+_TERM = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """The knobs of the fusion, with the defaults the benchmarks chose."""
+
+    depth: int = 100  # candidates taken from each channel
+    rrf_k: float = 60.0
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+    title_weight: float = 1.0  # BM25 weight of the file-name column against the text column
+    channels: tuple[str, ...] = ("vector", "keyword")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk: StoredChunk
+    score: float | None  # cosine similarity, None when the chunk has no vector yet
+    fused: float
+    channels: tuple[str, ...]
+
+
+def fts_query(text: str, max_terms: int = MAX_QUERY_TERMS) -> str | None:
+    """An FTS5 expression that matches any word of ``text``, safe for any input.
+
+    Every term is a quoted string, so FTS5 syntax in the query (``NEAR(``, ``AND``, ``*``,
+    ``-``, ``"``) is only ever text. Returns None when the text has no word at all.
+    """
+    seen: dict[str, None] = {}
+    for term in _TERM.findall(text.lower()):
+        term = term.strip("_")
+        if term and term not in seen:
+            seen[term] = None
+            if len(seen) >= max_terms:
+                break
+    if not seen:
+        return None
+    return " OR ".join(f'"{t}"' for t in seen)
+
+
+def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
+    """Reciprocal rank fusion: sum over channels of weight / (k + rank), ranks from 1."""
+    fused: dict[int, float] = {}
+    for ids, weight in rankings:
+        for rank, cid in enumerate(ids, 1):
+            fused[cid] = fused.get(cid, 0.0) + weight / (k + rank)
+    return fused
+
+
+def hybrid_search(
+    catalog: Catalog,
+    vectors: VectorStore | None,
+    query: str,
+    query_vector: npt.NDArray[np.float32] | None,
+    *,
+    top_k: int,
+    score_threshold: float,
+    params: SearchParams = SearchParams(),
+) -> list[Hit]:
+    """The best ``top_k`` chunks for the query, from every channel that is available."""
+    vector_hits: list[tuple[int, float]] = []
+    if query_vector is not None and vectors is not None and "vector" in params.channels:
+        vector_hits = vectors.search(query_vector, params.depth)
+    cosine = dict(vector_hits)
+    with catalog.snapshot():
+        keyword_ids: list[int] = []
+        match = fts_query(query) if "keyword" in params.channels else None
+        if match is not None:
+            keyword_ids = catalog.keyword_search(
+                match, params.depth, (params.title_weight, 1.0)
+            )
+        fused = rrf(
+            [
+                ([cid for cid, _ in vector_hits], params.vector_weight),
+                (keyword_ids, params.keyword_weight),
+            ],
+            params.rrf_k,
+        )
+        ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
+        rows = catalog.fetch(ranked)
+    unscored = [cid for cid in ranked if cid not in cosine and cid in rows]
+    if query_vector is not None and vectors is not None and unscored:
+        cosine.update(vectors.similarity(query_vector, unscored))
+    keyword_set = set(keyword_ids)
+    vector_set = {cid for cid, _ in vector_hits}
+    hits: list[Hit] = []
+    for cid in ranked:
+        row = rows.get(cid)
+        if row is None:  # a vector whose chunk was deleted after the FAISS file was saved
+            continue
+        score = cosine.get(cid)
+        if score is not None and score < score_threshold:
+            continue
+        channels = tuple(
+            name
+            for name, found in (("vector", cid in vector_set), ("keyword", cid in keyword_set))
+            if found
+        )
+        hits.append(Hit(row, score, fused[cid], channels))
+        if len(hits) == top_k:
+            break
+    return hits

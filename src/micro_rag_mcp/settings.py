@@ -1,0 +1,34 @@
+"""The one settings object, built once by the CLI and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_EXTS: tuple[str, ...] = (".txt", ".md", ".pdf", ".docx")
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 200
+DEFAULT_MAX_FILE_MB = 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a server instance needs to know, resolved and validated."""
+
+    data_folder: Path
+    index_folder: Path
+    title: str = "micro-rag-mcp"
+    instructions: str = ""
+    exts: tuple[str, ...] = DEFAULT_EXTS
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    max_file_bytes: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
+    model_wait_s: float = 5.0
+    skip_dirs: frozenset[str] = field(
+        default_factory=lambda: frozenset({"node_modules", "__pycache__"})
+    )
+
+    @property
+    def chunking_id(self) -> str:
+        """The chunking half of the run identity."""
+        return f"chars:{self.chunk_size}/{self.chunk_overlap}"

@@ -1,0 +1,49 @@
+"""A small deterministic embedder for fast tests: hashed bag of words, L2-normalized."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+_WORD = re.compile(r"\w+")
+
+
+class FakeEmbedder:
+    """Texts that share words get similar vectors; the same text always the same vector."""
+
+    def __init__(self, dimension: int = 64, model_id: str = "fake-bow-64") -> None:
+        self._dimension = dimension
+        self._model_id = model_id
+        self.calls = 0
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _one(self, text: str) -> npt.NDArray[np.float32]:
+        v = np.zeros(self._dimension, dtype=np.float32)
+        for word in _WORD.findall(text.lower()):
+            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
+            v[h % self._dimension] += 1.0
+        if not v.any():
+            v[0] = 1.0
+        return v / np.linalg.norm(v)
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        self.embedded += len(texts)
+        if not texts:
+            return np.zeros((0, self._dimension), dtype=np.float32)
+        return np.stack([self._one(t) for t in texts])
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._one(text)

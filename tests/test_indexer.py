@@ -1,0 +1,223 @@
+"""Incremental reindex, the catalog and the vector invariant, with the fake embedder."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import InvalidArgument
+from micro_rag_mcp.indexer import sync_files
+from micro_rag_mcp.layout import IndexPaths, open_for_writing
+from micro_rag_mcp.vectors import VectorStore
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+
+
+def write(path: Path, text: str, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def catalog_rows(index: Path) -> dict[str, list[str]]:
+    """path -> chunk texts, straight from the database."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    out: dict[str, list[str]] = {}
+    for path, text in conn.execute(
+        "SELECT f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+        "ORDER BY f.path, c.chunk_index"
+    ):
+        out.setdefault(path, []).append(text)
+    conn.close()
+    return out
+
+
+def vector_ids(index: Path) -> set[int]:
+    store = VectorStore.load(index / "faiss.index", 64)
+    return {int(i) for i in store.ids()}
+
+
+def chunk_ids(index: Path) -> set[int]:
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
+    conn.close()
+    return ids
+
+
+def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(
+    engine: Engine, data: Path
+) -> None:
+    write(data / "a.txt", "Apples grow on trees in the orchard.")
+    write(data / "notes" / "b.md", "# Bananas\n\nBananas are yellow and curved.")
+    report = engine.reindex()
+    assert (report.files_added, report.files_updated, report.files_removed) == (2, 0, 0)
+    assert report.chunks_total == 2
+    assert set(catalog_rows(data / "index")) == {"a.txt", "notes/b.md"}
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+def test_reindex_skips_unchanged_files_without_reading_them(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples grow on trees.")
+    engine.reindex()
+    (data / "a.txt").chmod(0o000)  # unreadable: a read would fail
+    try:
+        report = engine.reindex()
+    finally:
+        (data / "a.txt").chmod(0o644)
+    assert report.files_unchanged == 1 and report.files_failed == []
+
+
+def test_touched_file_with_same_text_keeps_its_chunks(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples grow on trees.", mtime=1_000_000)
+    engine.reindex()
+    before = chunk_ids(data / "index")
+    write(data / "a.txt", "Apples grow on trees.", mtime=2_000_000)
+    report = engine.reindex()
+    assert report.files_updated == 0 and report.files_unchanged == 1
+    assert chunk_ids(data / "index") == before
+    cat = Catalog.open(data / "index" / "catalog.sqlite3")
+    assert cat.files()["a.txt"].mtime_ns == 2_000_000 * 10**9
+    cat.close()
+
+
+def test_modified_file_replaces_its_chunks_and_vectors(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples grow on trees.", mtime=1_000_000)
+    engine.reindex()
+    old = chunk_ids(data / "index")
+    write(data / "a.txt", "Cherries are small and red.", mtime=2_000_000)
+    report = engine.reindex()
+    assert report.files_updated == 1
+    assert catalog_rows(data / "index") == {"a.txt": ["Cherries are small and red."]}
+    assert chunk_ids(data / "index").isdisjoint(old)
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+def test_deleted_file_leaves_catalog_vectors_and_results(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples grow on trees.")
+    write(data / "b.txt", "Bananas are yellow.")
+    engine.reindex()
+    (data / "a.txt").unlink()
+    report = engine.reindex()
+    assert report.files_removed == 1
+    assert set(catalog_rows(data / "index")) == {"b.txt"}
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    hits = engine.search("apples trees", top_k=5, score_threshold=0.0).hits
+    assert all(h.chunk.path != "a.txt" for h in hits)
+
+
+def test_path_glob_limits_reading_and_removal_to_its_scope(engine: Engine, data: Path) -> None:
+    write(data / "reports" / "2024" / "q1.md", "Revenue rose in the first quarter.", mtime=1e6)
+    write(data / "notes" / "n.txt", "Meeting notes about hiring.", mtime=1e6)
+    engine.reindex()
+    write(data / "reports" / "2024" / "q1.md", "Revenue fell in the first quarter.", mtime=2e6)
+    write(data / "notes" / "n.txt", "Meeting notes about firing.", mtime=2e6)
+    (data / "notes" / "n.txt").rename(data / "notes" / "moved.txt")
+    report = engine.reindex(path_glob="reports/**/*.md")
+    assert (report.files_updated, report.files_added, report.files_removed) == (1, 0, 0)
+    rows = catalog_rows(data / "index")
+    assert rows["reports/2024/q1.md"] == ["Revenue fell in the first quarter."]
+    assert rows["notes/n.txt"] == ["Meeting notes about hiring."]  # out of scope: untouched
+    assert "notes/moved.txt" not in rows
+
+
+@pytest.mark.parametrize("pattern", ["../*", "/etc/*", "**/../../*", "~/x", "", "./.."])
+def test_path_glob_that_could_leave_the_folder_is_refused(engine: Engine, pattern: str) -> None:
+    with pytest.raises(InvalidArgument):
+        engine.reindex(path_glob=pattern)
+
+
+def test_force_re_reads_and_re_embeds_everything_in_scope(data: Path) -> None:
+    embedder = FakeEmbedder()
+    eng = Engine(make_settings(data), lambda: embedder)
+    eng.load_model()
+    write(data / "a.txt", "Apples.")
+    write(data / "b.txt", "Bananas.")
+    eng.reindex()
+    first = embedder.embedded
+    report = eng.reindex(force=True, path_glob="a.txt")
+    assert report.files_updated == 1 and report.files_unchanged == 0
+    assert embedder.embedded - first == 1  # only a.txt's one chunk
+
+
+def test_unreadable_file_is_recorded_with_reason_and_not_retried_until_it_changes(
+    engine: Engine, data: Path
+) -> None:
+    write(data / "good.txt", "Fine text here.")
+    (data / "bad.pdf").write_bytes(b"this is not a pdf at all")
+    report = engine.reindex()
+    assert [p for p, _ in report.files_failed] == ["bad.pdf"]
+    assert report.files_failed[0][1]
+    again = engine.reindex()
+    assert again.files_unchanged == 2  # bad.pdf not re-read
+    assert [p for p, _ in again.files_failed] == ["bad.pdf"]
+    assert engine.state().files_failed == 1 and engine.state().files_indexed == 1
+
+
+def test_chunking_change_re_chunks_every_file(data: Path) -> None:
+    text = " ".join(f"Sentence number {i} is here." for i in range(60))
+    write(data / "long.txt", text)
+    first = Engine(make_settings(data, chunk_size=1000, chunk_overlap=100), FakeEmbedder)
+    first.load_model()
+    first.reindex()
+    n_big = len(catalog_rows(data / "index")["long.txt"])
+    second = Engine(make_settings(data, chunk_size=300, chunk_overlap=50), FakeEmbedder)
+    second.load_model()
+    report = second.reindex()
+    assert report.files_updated == 1
+    assert len(catalog_rows(data / "index")["long.txt"]) > n_big
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+def test_model_change_drops_and_rebuilds_every_vector(data: Path) -> None:
+    write(data / "a.txt", "Apples.")
+    first = Engine(make_settings(data), lambda: FakeEmbedder(64, "model-one"))
+    first.load_model()
+    first.reindex()
+    other = FakeEmbedder(64, "model-two")
+    second = Engine(make_settings(data), lambda: other)
+    second.load_model()
+    report = second.reindex()
+    assert report.files_unchanged == 1 and report.chunks_embedded == 1
+    cat = Catalog.open(data / "index" / "catalog.sqlite3")
+    assert cat.get_meta("vector_model") == "model-two"
+    cat.close()
+
+
+def test_reconcile_rebuilds_missing_vectors_and_drops_orphans(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples.")
+    write(data / "b.txt", "Bananas.")
+    engine.reindex()
+    paths = IndexPaths(data / "index")
+    store = VectorStore.load(paths.vectors, 64)
+    store.remove([min(store.ids().tolist())])  # a chunk that lost its vector
+    store.add([999_999], np.ones((1, 64), dtype=np.float32) / 8.0)  # a vector with no chunk
+    store.save()
+    fresh = Engine(make_settings(data), FakeEmbedder)
+    fresh.load_model()
+    report = fresh.reindex()
+    assert report.chunks_embedded == 1
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+def test_keyword_search_works_before_any_vector_exists(data: Path) -> None:
+    write(data / "a.txt", "The zeppelin landed in Lakehurst.")
+    write(data / "b.txt", "Bananas are yellow.")
+    eng = Engine(make_settings(data, model_wait_s=0.0), FakeEmbedder)
+    # The model is never loaded; fill the catalog the way the first pass of a reindex does.
+    paths = IndexPaths(data / "index")
+    paths.folder.mkdir()
+    cat = open_for_writing(paths)
+    sync_files(cat, None, eng.settings)
+    cat.close()
+    outcome = eng.search("zeppelin", top_k=3)
+    assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
+    assert outcome.hits[0].score is None
+    assert any("keyword" in n for n in outcome.notices)

@@ -1,0 +1,79 @@
+"""Which files a scan finds, and what a path glob selects."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.errors import InvalidArgument
+from micro_rag_mcp.scanner import PathGlob, ScanRules, scan
+
+
+def rels(root: Path, exts: tuple[str, ...] = (".txt", ".md"), glob: str | None = None) -> list[str]:
+    rules = ScanRules(root, exts, (root / "index",), frozenset({"node_modules", "__pycache__"}))
+    return sorted(f.rel for f in scan(rules, PathGlob(glob) if glob else None))
+
+
+def touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x")
+
+
+def test_scan_skips_index_hidden_and_vendored_folders(tmp_path: Path) -> None:
+    for rel in ["a.txt", "B.MD", "x.pdf", "index/i.txt", ".git/g.txt", ".hidden.txt",
+                "node_modules/m.txt", "__pycache__/p.txt", "sub/deep/d.md"]:
+        touch(tmp_path / rel)
+    assert rels(tmp_path) == ["B.MD", "a.txt", "sub/deep/d.md"]
+
+
+def test_scan_never_follows_symlinks_out_of_the_folder(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    touch(root / "in.txt")
+    touch(outside / "secret.txt")
+    os.symlink(outside / "secret.txt", root / "link.txt")
+    os.symlink(outside, root / "linkdir")
+    os.symlink(root / "in.txt", root / "inner-link.txt")
+    os.symlink(root, root / "loop")
+    assert rels(root) == ["in.txt", "inner-link.txt"]
+
+
+def test_scan_handles_very_deep_folders(tmp_path: Path) -> None:
+    deep = tmp_path
+    for _ in range(60):
+        deep = deep / "d"
+    touch(deep / "bottom.txt")
+    assert rels(tmp_path) == ["d/" * 60 + "bottom.txt"]
+
+
+def test_scan_keeps_odd_names(tmp_path: Path) -> None:
+    for rel in ["with space.txt", "ünï cödé.md", "new\nline.txt"]:
+        touch(tmp_path / rel)
+    assert rels(tmp_path) == sorted(["with space.txt", "ünï cödé.md", "new\nline.txt"])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("reports/**/*.pdf", "reports/2024/q1/a.pdf", True),
+        ("reports/**/*.pdf", "reports/a.pdf", True),
+        ("reports/**/*.pdf", "other/reports/a.pdf", False),
+        ("*.md", "a.md", True),
+        ("*.md", "sub/a.md", False),
+        ("**/*.md", "sub/a.md", True),
+        ("notes", "notes/x/y.txt", True),
+        ("notes", "notesy.txt", False),
+        ("a?.txt", "ab.txt", True),
+        ("[ab].txt", "c.txt", False),
+        ("[!ab].txt", "c.txt", True),
+    ],
+)
+def test_path_glob_matching(pattern: str, path: str, hit: bool) -> None:
+    assert PathGlob(pattern).matches(path) is hit
+
+
+@pytest.mark.parametrize("pattern", ["../x", "/etc/*", "a/../../b", "~/docs", "C:/x", "  "])
+def test_path_glob_refuses_patterns_leaving_the_folder(pattern: str) -> None:
+    with pytest.raises(InvalidArgument):
+        PathGlob(pattern)

@@ -1,0 +1,94 @@
+"""Keyword-query sanitizing, rank fusion and hybrid ranking."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.search import fts_query, rrf
+
+HOSTILE = [
+    '"unbalanced quote',
+    "NEAR(a b",
+    "a AND OR NOT b",
+    "prefix* -minus +plus",
+    "col:value ^start",
+    "emoji 🚀🔥 only",
+    "🚀🔥",
+    "()[]{}<>!@#$%^&*",
+    "x" * 10_000,
+    " ".join(f"word{i}" for i in range(5000)),
+    "\x00\x01 control",
+    "ünïcödé 日本語の文章 Ελληνικά",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_any_query_string_is_a_valid_fts5_expression(tmp_path: Path, query: str) -> None:
+    cat = Catalog.open(tmp_path / "c.sqlite3")
+    expr = fts_query(query)
+    if expr is not None:
+        cat.keyword_search(expr, 10)  # raises sqlite3.OperationalError on bad syntax
+    cat.close()
+
+
+def test_fts_query_quotes_every_term_and_drops_operators() -> None:
+    assert fts_query('NEAR(alpha "beta" AND gamma*') == '"near" OR "alpha" OR "beta" OR "and" OR "gamma"'
+    assert fts_query("🚀 ... !!!") is None
+
+
+def test_fts_query_caps_the_number_of_terms() -> None:
+    expr = fts_query(" ".join(f"w{i}" for i in range(500)))
+    assert expr is not None and expr.count(" OR ") == 63
+
+
+def test_rrf_rewards_agreement_between_channels() -> None:
+    fused = rrf([([1, 2, 3], 1.0), ([3, 4], 1.0)], k=60)
+    assert max(fused, key=lambda c: fused[c]) == 3
+    assert fused[1] == pytest.approx(1 / 61)
+
+
+def test_search_finds_the_file_containing_a_phrase(engine: Engine, data: Path) -> None:
+    (data / "zeppelin.txt").write_text("The airship Hindenburg burned at Lakehurst in 1937.")
+    (data / "fruit.md").write_text("Apples and pears grow in orchards.")
+    (data / "code.txt").write_text("def main(): return 0")
+    engine.reindex()
+    hits = engine.search("Hindenburg Lakehurst", top_k=3, score_threshold=0.0).hits
+    assert hits[0].chunk.path == "zeppelin.txt"
+    assert set(hits[0].channels) == {"vector", "keyword"}
+    assert hits[0].score is not None and 0.0 < hits[0].score <= 1.0001
+
+
+def test_score_threshold_cuts_low_cosine_hits(engine: Engine, data: Path) -> None:
+    (data / "a.txt").write_text("alpha beta gamma")
+    (data / "b.txt").write_text("delta epsilon zeta")
+    engine.reindex()
+    hits = engine.search("alpha beta gamma", top_k=5, score_threshold=0.99).hits
+    assert [h.chunk.path for h in hits] == ["a.txt"]
+    assert all(h.score is not None and h.score >= 0.99 for h in hits)
+
+
+def test_results_carry_citation_positions(engine: Engine, data: Path) -> None:
+    text = "first line\nsecond line\n\nthird paragraph about comets\n"
+    (data / "c.txt").write_text(text)
+    engine.reindex()
+    hit = engine.search("comets", top_k=1, score_threshold=0.0).hits[0].chunk
+    assert text[hit.char_start : hit.char_end] == hit.text
+    assert (hit.line_start, hit.line_end) == (1, 4)
+    assert hit.ext == ".txt" and hit.page is None
+
+
+def test_search_sees_a_file_whole_before_or_after_its_change(engine: Engine, data: Path) -> None:
+    (data / "a.txt").write_text("old words " * 300)
+    engine.reindex()
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DELETE FROM chunks WHERE chunk_index = 0")  # half of a change, uncommitted
+    hits = engine.search("old words", top_k=50, score_threshold=0.0).hits
+    conn.execute("ROLLBACK")
+    conn.close()
+    assert 0 in {h.chunk.chunk_index for h in hits}

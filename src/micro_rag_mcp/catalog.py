@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 SCHEMA_VERSION = "2"
 
 _SCHEMA = """
+BEGIN;
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -62,6 +63,7 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
     VALUES ('delete', old.id, old.title, old.text);
 END;
+COMMIT;
 """
 
 
@@ -165,7 +167,17 @@ class Catalog:
         if not path.exists():
             raise CatalogCorrupt("catalog does not exist yet")
         conn = _connect(path)
-        conn.execute("PRAGMA query_only = 1")
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            ready = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks_fts'"
+            ).fetchone()
+        except sqlite3.DatabaseError as e:
+            conn.close()
+            raise CatalogCorrupt(str(e)) from e
+        if ready is None:
+            conn.close()
+            raise CatalogCorrupt("catalog is not created yet")
         return cls(conn, path)
 
     def close(self) -> None:

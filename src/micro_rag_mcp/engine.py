@@ -6,6 +6,7 @@ This is the pure core the MCP server wraps; it knows nothing of MCP.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.errors import IndexBusy, IndexWriteError, MicroRagError
+from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, IndexWriteError, MicroRagError
 from micro_rag_mcp.fsutil import WriterLock, describe_holder, holder_progress
 from micro_rag_mcp.indexer import Progress, ProgressFn, embed_missing, sync_files
 from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
@@ -273,6 +274,8 @@ class Engine:
                 params=self.params,
             )
             state = self.state(catalog)
+        except sqlite3.DatabaseError as e:
+            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
         finally:
             catalog.close()
         notices.extend(_state_notices(state))

@@ -29,5 +29,9 @@ class IndexWriteError(MicroRagError):
     """The index folder cannot be written (read-only, full, or gone)."""
 
 
+class IndexUnreadable(MicroRagError):
+    """The index cannot be read at this moment (for example, it is being rebuilt)."""
+
+
 class InvalidArgument(MicroRagError):
     """A tool argument is outside what the tool accepts."""

@@ -139,5 +139,8 @@ def describe_holder(path: Path) -> str:
     who = "this server" if p.get("pid") == os.getpid() else f"process {p.get('pid', '?')}"
     phase = p.get("phase", "working")
     done, total = p.get("done"), p.get("total")
-    where = f" ({done}/{total})" if done is not None and total else ""
-    return f"a reindex is already running on this index ({who}, {phase}{where}); try again later"
+    where = f" {done}/{total}" if done is not None and total else ""
+    return (
+        f"a reindex is already running on this index ({who}: {phase}{where}); "
+        "try again when it finishes"
+    )

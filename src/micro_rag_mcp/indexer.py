@@ -146,20 +146,25 @@ def _store(
 
 
 def _extract(path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
-    """Read, chunk and locate one document; raise ReadError with the reason it failed."""
+    """Read, chunk and locate one document; raise ReadError with the reason it failed.
+
+    A PDF is chunked page by page, so every passage cites exactly one page.
+    """
     doc = read_document(path, max_bytes=settings.max_file_bytes)
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
     title = document_title(path)
     locate = Locator(doc.text, doc.page_starts)
+    bounds = list(doc.page_starts) or [0]
+    segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)
     chunks: list[NewChunk] = []
-    for c in chunk_text(doc.text, settings.chunk_size, settings.chunk_overlap):
-        line_start, line_end = locate.lines(c.start, c.end) if not doc.page_starts else (None, None)
-        chunks.append(
-            NewChunk(
-                c.index, c.start, c.end, line_start, line_end, locate.page(c.start), title, c.text
+    for seg_start, seg_end in segments:
+        for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, settings.chunk_overlap):
+            start, end = seg_start + c.start, seg_start + c.end
+            lines = (None, None) if doc.page_starts else locate.lines(start, end)
+            chunks.append(
+                NewChunk(len(chunks), start, end, *lines, locate.page(start), title, c.text)
             )
-        )
     return doc.text, chunks
 
 

@@ -1,0 +1,145 @@
+"""End to end: `micro-rag-mcp` as a subprocess, over stdio, with the real model and real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.docfactory import Heading, Table, make_docx, make_pdf
+
+
+def server_params(data: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs",
+              "--inst", "Search the docs.", *extra],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+async def wait_idle(client: Client, timeout: float = 120.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = (await client.call_tool("search", {"query": "status"})).structured_content
+        index = out["index"]  # type: ignore[index]
+        done = index["chunks_with_vectors"] == index["chunks_total"]
+        if not index["indexing"] and index["model"] == "ready" and done:
+            return index  # type: ignore[no-any-return]
+        assert time.monotonic() < deadline, f"never idle: {index}"
+        await anyio.sleep(0.2)
+
+
+async def top_paths(client: Client, query: str, k: int = 3) -> list[str]:
+    out = (await client.call_tool("search", {"query": query, "top_k": k})).structured_content
+    return [r["path"] for r in out["results"]]  # type: ignore[index]
+
+
+@pytest.fixture
+def mixed_folder(tmp_path: Path) -> Path:
+    data = tmp_path / "docs"
+    make_pdf(
+        data / "reports" / "airships.pdf",
+        [
+            "The history of rigid airships. Count Zeppelin flew his first airship in 1900.",
+            "The Hindenburg disaster happened at Lakehurst, New Jersey, in May 1937.",
+        ],
+    )
+    make_docx(
+        data / "handbook.docx",
+        [
+            Heading("Expense policy"),
+            "Employees are reimbursed for train tickets within thirty days of travel.",
+            Table([["Item", "Limit"], ["Hotel night", "150 euros"]]),
+        ],
+    )
+    (data / "notes.md").write_text(
+        "# Garden\n\nTomatoes need six hours of sunlight and regular watering.\n"
+    )
+    (data / "recipe.txt").write_text("Knead the bread dough for ten minutes, then let it rise.")
+    return data
+
+
+def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> None:
+    data = mixed_folder
+
+    async def main() -> None:
+        async with Client(server_params(data), mode="legacy") as client:
+            assert client.instructions == "Search the docs."
+            index = await wait_idle(client)
+            assert (index["files_indexed"], index["files_failed"]) == (4, 0)
+
+            out = (await client.call_tool(
+                "search", {"query": "Hindenburg disaster at Lakehurst", "top_k": 3}
+            )).structured_content
+            top = out["results"][0]  # type: ignore[index]
+            assert top["path"] == "reports/airships.pdf" and top["page"] == 2
+            assert top["score"] > 0.4 and "vector" in top["matched_by"]
+            assert (await top_paths(client, "hotel limit in the expense policy"))[0] == "handbook.docx"
+            assert (await top_paths(client, "how long to knead dough"))[0] == "recipe.txt"
+
+            (data / "recipe.txt").write_text("Whisk the eggs with sugar until pale and fluffy.")
+            (data / "notes.md").unlink()
+            report = (await client.call_tool("reindex", {})).structured_content
+            assert report["files_updated"] == 1 and report["files_removed"] == 1  # type: ignore[index]
+            assert report["files_unchanged"] == 2  # type: ignore[index]
+
+            assert "notes.md" not in await top_paths(client, "tomatoes sunlight watering", 5)
+            assert (await top_paths(client, "whisk eggs and sugar"))[0] == "recipe.txt"
+            after = await wait_idle(client)
+            assert after["files_indexed"] == 3
+
+    anyio.run(main)
+
+
+def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
+    async def first() -> None:
+        async with Client(server_params(mixed_folder)) as client:
+            await wait_idle(client)
+
+    async def second() -> dict[str, Any]:
+        async with Client(server_params(mixed_folder), mode="auto") as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools == {"search", "reindex"}
+            await wait_idle(client)
+            report = (await client.call_tool("reindex", {})).structured_content
+            return report  # type: ignore[return-value]
+
+    anyio.run(first)
+    report = anyio.run(second)
+    assert report["files_unchanged"] == 4 and report["chunks_embedded"] == 0
+
+
+def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "micro_rag_mcp", "--title", "t", "--inst", "i", *args],
+            capture_output=True, text=True, timeout=60,
+        )
+
+    missing = run("--data-folder", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "--data-folder" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+    bad_ext = run("--data-folder", str(tmp_path), "--exts", ".txt,.exe")
+    assert bad_ext.returncode == 2 and "'.exe'" in bad_ext.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    bad_index = run("--data-folder", str(tmp_path), "--index-folder", str(blocker / "idx"))
+    assert bad_index.returncode == 2 and "--index-folder" in bad_index.stderr
+
+
+def test_importing_the_server_loads_no_heavy_library() -> None:
+    code = (
+        "import sys, micro_rag_mcp.main, micro_rag_mcp.server, micro_rag_mcp.engine;"
+        "heavy = {'faiss', 'onnxruntime', 'onnx', 'pypdf', 'docx', 'tokenizers'};"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr

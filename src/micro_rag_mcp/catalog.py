@@ -9,6 +9,7 @@ what lets the FAISS index (derived data) be reconciled against this table by id 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import time
@@ -163,15 +164,32 @@ class Catalog:
 
     @classmethod
     def open_reader(cls, path: Path) -> Catalog:
-        """A connection for searching: never writes, never creates."""
+        """A connection for searching: never writes, never creates.
+
+        A catalog in a folder this process cannot write (read-only mount, full disk) is
+        opened immutable, which needs no write access at all.
+        """
         if not path.exists():
             raise CatalogCorrupt("catalog does not exist yet")
-        conn = _connect(path)
+        try:
+            return cls._checked_reader(_connect(path), path)
+        except sqlite3.OperationalError as e:
+            logger.debug("opening %s for reading failed (%s); trying immutable", path, e)
+        uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None,
+                               check_same_thread=False)
+        return cls._checked_reader(conn, path)
+
+    @classmethod
+    def _checked_reader(cls, conn: sqlite3.Connection, path: Path) -> Catalog:
         try:
             conn.execute("PRAGMA query_only = 1")
             ready = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks_fts'"
             ).fetchone()
+        except sqlite3.OperationalError:
+            conn.close()
+            raise
         except sqlite3.DatabaseError as e:
             conn.close()
             raise CatalogCorrupt(str(e)) from e
@@ -189,10 +207,12 @@ class Catalog:
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

@@ -168,7 +168,7 @@ class Engine:
             ensure_folder(self.paths.folder)
             with WriterLock(self.paths.lock) as lock:
                 return self._run(lock, scope, force, progress)
-        except OSError as e:
+        except (OSError, sqlite3.Error) as e:
             raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
         finally:
             self._progress = None

@@ -1,0 +1,174 @@
+"""A damaged, foreign, read-only or full index: clear messages, recovery, documents untouched."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import IndexWriteError
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+
+DOCS = {
+    "a.txt": "Apples grow on trees in the orchard.",
+    "b.md": "# Bananas\n\nBananas are yellow and curved.",
+    "sub/c.txt": "Cherries are small, red and sweet.",
+}
+
+
+def fresh_engine(data: Path) -> Engine:
+    eng = Engine(make_settings(data), FakeEmbedder)
+    eng.load_model()
+    return eng
+
+
+@pytest.fixture
+def indexed(data: Path) -> Path:
+    for rel, text in DOCS.items():
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data / rel).write_text(text)
+    fresh_engine(data).reindex()
+    return data
+
+
+def documents_untouched(data: Path) -> bool:
+    return all((data / rel).read_text() == text for rel, text in DOCS.items())
+
+
+def assert_converged(data: Path) -> None:
+    eng = fresh_engine(data)
+    report = eng.reindex()
+    state = eng.state()
+    assert (state.files_indexed, state.chunks_total, state.chunks_with_vectors) == (3, 3, 3)
+    assert report.files_failed == []
+    assert eng.search("cherries red", top_k=1).hits[0].chunk.path == "sub/c.txt"
+    assert documents_untouched(data)
+
+
+def test_truncated_vector_file_is_rebuilt_from_the_catalog(indexed: Path, caplog: pytest.LogCaptureFixture) -> None:
+    vectors = indexed / "index" / "faiss.index"
+    vectors.write_bytes(vectors.read_bytes()[:100])
+    eng = fresh_engine(indexed)
+    report = eng.reindex()
+    assert report.chunks_embedded == 3 and report.files_unchanged == 3
+    assert "unreadable" in caplog.text
+    assert_converged(indexed)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_damaged_catalog_is_moved_aside_and_rebuilt(
+    indexed: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = indexed / "index" / "catalog.sqlite3"
+    if damage == "garbage":
+        catalog.write_bytes(os.urandom(64 * 1024))
+    elif damage == "truncated":
+        catalog.write_bytes(catalog.read_bytes()[:3000])
+    else:
+        catalog.write_bytes(b"")
+    eng = fresh_engine(indexed)
+    outcome = eng.search("apples", top_k=3)  # before the rebuild: an answer, not a crash
+    assert outcome.hits == [] or all(h.chunk.path in DOCS for h in outcome.hits)
+    eng.reindex()
+    if damage != "empty":  # an empty file is a valid empty database to SQLite
+        assert list((indexed / "index").glob("catalog.sqlite3.broken-*"))
+        assert "moving it aside" in caplog.text
+    assert_converged(indexed)
+
+
+def test_foreign_schema_version_is_set_aside_and_rebuilt(
+    indexed: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (indexed / "index" / "version").write_text("1\n")
+    (indexed / "index" / "manifest.jsonl").write_text('{"id": 1}\n')  # an 0.1.x leftover
+    fresh_engine(indexed).reindex()
+    assert "schema version '1'" in caplog.text
+    assert (indexed / "index" / "version").read_text().strip() == "2"
+    assert_converged(indexed)
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """Make the folder and its files unwritable, even for root (ext4 immutable flag)."""
+    if os.geteuid() != 0:
+        modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
+        for p in modes:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+        return
+    targets = [str(folder), *(str(p) for p in folder.iterdir())]
+    if not shutil.which("chattr") or subprocess.run(["chattr", "+i", *targets]).returncode:
+        pytest.skip("cannot make a folder read-only for root here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", *targets], check=True)
+
+
+def test_read_only_index_folder_reindex_fails_clearly_and_search_keeps_serving(
+    indexed: Path,
+) -> None:
+    (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
+    with read_only(indexed / "index"):
+        eng = fresh_engine(indexed)
+        with pytest.raises(IndexWriteError) as err:
+            eng.reindex()
+        assert str(indexed / "index") in str(err.value)
+        hits = eng.search("cherries red", top_k=1).hits
+        assert hits and hits[0].chunk.path == "sub/c.txt"
+    eng = fresh_engine(indexed)
+    assert eng.reindex().files_added == 1
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import MicroRagError
+from micro_rag_mcp.settings import Settings
+from tests.fakes import FakeEmbedder
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+data = Path(sys.argv[1])
+eng = Engine(Settings(data_folder=data, index_folder=data / "index"), FakeEmbedder)
+eng.load_model()
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # every larger write fails
+try:
+    eng.reindex()
+except MicroRagError as e:
+    print("ERROR", e)
+else:
+    print("OK")
+"""
+
+
+def test_full_disk_during_reindex_is_a_clear_error_and_the_index_still_opens(
+    indexed: Path,
+) -> None:
+    big = " ".join(f"word{i} appears in the long document." for i in range(20_000))
+    (indexed / "big.txt").write_text(big)
+    out = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(indexed)],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+    )
+    assert out.stdout.startswith("ERROR"), out.stdout + out.stderr
+    assert "index" in out.stdout
+    # The documents were committed whole or not at all; the index opens and converges.
+    eng = fresh_engine(indexed)
+    eng.reindex()
+    assert eng.state().files_indexed == 4
+    conn = sqlite3.connect(indexed / "index" / "catalog.sqlite3")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()

@@ -1,0 +1,476 @@
+"""Turn a file on disk into normalized text.
+
+One reader per supported suffix (``READERS``); ``read_document`` dispatches, enforces the
+size limit and turns every failure into a ``ReadError`` whose message is a short,
+human-readable reason. Heavy libraries are imported inside the readers so importing this
+module stays cheap.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+import stat
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from micro_rag_mcp.errors import ReadError
+
+logger = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+# PDF work bounds.
+PDF_TIME_BUDGET_S = 60.0
+PDF_MAX_PAGES = 10_000
+
+# DOCX (zip) bounds.
+DOCX_MAX_EXPANDED_BYTES = 200 * MIB
+DOCX_MAX_RATIO = 100
+DOCX_RATIO_MIN_BYTES = 10 * MIB
+DOCX_MAX_ENTRIES = 10_000
+
+# Text sniffing.
+_SNIFF_BYTES = 8192
+_MAX_CONTROL_FRACTION = 0.10
+_MAX_REPLACEMENT_FRACTION = 0.10
+_PREFERRED_LEGACY = ("cp1252", "latin_1", "iso8859_15")
+
+_AES_REASON = "encrypted PDF uses AES; the 'cryptography' package is required to read it"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """Extracted text; ``page_starts[i]`` is the offset where page i+1 begins (PDF only)."""
+
+    text: str
+    page_starts: tuple[int, ...] = ()
+
+
+# --------------------------------------------------------------------------- normalizing
+
+_NEWLINE_RE = re.compile(r"\r\n?|\v")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def normalize_text(text: str) -> str:
+    """Unify newlines and drop control characters.
+
+    ``\\r\\n``, ``\\r`` and ``\\v`` become ``\\n``; a form feed becomes ``\\n\\n`` (a page
+    or section break); other C0 controls and DEL are dropped (``\\t`` and ``\\n`` kept);
+    lone surrogates, which cannot be encoded as UTF-8, become U+FFFD.
+    """
+    text = _NEWLINE_RE.sub("\n", text).replace("\f", "\n\n")
+    text = _CONTROL_RE.sub("", text)
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    """A one-line, bounded description of an exception."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _format_size(n: int) -> str:
+    """``n`` bytes as a short human string (MB means MiB here)."""
+    if n >= MIB:
+        return f"{n / MIB:.3g} MB"
+    return f"{n} bytes"
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def read_document(path: Path, *, max_bytes: int) -> Document:
+    """Read ``path`` with the reader for its suffix; every failure becomes ``ReadError``."""
+    suffix = path.suffix.lower()
+    reader = READERS.get(suffix)
+    if reader is None:
+        raise ReadError(f"unsupported file type {suffix or '(no suffix)'!r}")
+    _check_file(path, max_bytes)
+    try:
+        return reader(path)
+    except ReadError:
+        raise
+    except OSError as e:
+        raise ReadError(_os_reason(e)) from e
+    except Exception as e:  # parsers raise many unrelated types; all mean "unreadable"
+        raise ReadError(f"could not parse {suffix[1:].upper()} file: {_short(e)}") from e
+
+
+def _check_file(path: Path, max_bytes: int) -> None:
+    """Refuse missing, non-regular and oversized files before any parsing."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise ReadError(_os_reason(e)) from e
+    if not stat.S_ISREG(st.st_mode):
+        raise ReadError("not a regular file")
+    if st.st_size > max_bytes:
+        raise ReadError(
+            f"file is {_format_size(st.st_size)}, larger than the {_format_size(max_bytes)} limit"
+        )
+
+
+def _os_reason(e: OSError) -> str:
+    return f"cannot read file: {e.strerror or _short(e)}"
+
+
+# --------------------------------------------------------------------------- plain text
+
+
+def read_text(path: Path) -> Document:
+    """Read a ``.txt``/``.md`` file, guessing its encoding; refuse binary content."""
+    return Document(normalize_text(decode_text_bytes(path.read_bytes())))
+
+
+def decode_text_bytes(data: bytes) -> str:
+    """Decode bytes of a text file: BOMs, UTF-8, BOM-less UTF-16, detection, replace."""
+    if not data:
+        return ""
+    by_bom = _decode_by_bom(data)
+    if by_bom is not None:
+        return by_bom
+    head = data[:_SNIFF_BYTES]
+    if b"\x00" in head:
+        utf16 = _decode_bomless_utf16(data)
+        if utf16 is None:
+            raise ReadError("binary file, not text")
+        return utf16
+    if _control_fraction(head) > _MAX_CONTROL_FRACTION:
+        raise ReadError("binary file, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    detected = _detect_encoding(data)
+    if detected is not None:
+        return detected
+    text = data.decode("utf-8", errors="replace")
+    sample = text[:_SNIFF_BYTES]
+    if sample.count("\ufffd") > _MAX_REPLACEMENT_FRACTION * len(sample):
+        raise ReadError("binary file, not text")
+    return text
+
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),  # before UTF-16 LE: it starts with the same bytes
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _decode_by_bom(data: bytes) -> str | None:
+    """Decode when ``data`` starts with a Unicode BOM (the BOM is removed)."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding, errors="replace")
+    return None
+
+
+def _decode_bomless_utf16(data: bytes) -> str | None:
+    """UTF-16 without a BOM: mostly-ASCII text has NULs at every other byte."""
+    head = data[: _SNIFF_BYTES & ~1]
+    even_zeros = head[0::2].count(0)
+    odd_zeros = head[1::2].count(0)
+    half = max(1, len(head) // 2)
+    if odd_zeros > 0.4 * half and even_zeros < 0.02 * half:
+        encoding = "utf-16-le"
+    elif even_zeros > 0.4 * half and odd_zeros < 0.02 * half:
+        encoding = "utf-16-be"
+    else:
+        return None
+    text = data.decode(encoding, errors="replace")
+    sample = text[: _SNIFF_BYTES // 2]
+    if sample.count("\ufffd") > _MAX_REPLACEMENT_FRACTION * len(sample):
+        return None
+    if _control_fraction(sample.encode("utf-8", "replace")) > _MAX_CONTROL_FRACTION:
+        return None
+    return text
+
+
+_NON_CONTROL_BYTES = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\t\n\v\f\r\x1b"
+
+
+def _control_fraction(head: bytes) -> float:
+    """Fraction of bytes that are control characters no text file would contain."""
+    if not head:
+        return 0.0
+    controls = len(head.translate(None, _NON_CONTROL_BYTES))
+    return controls / len(head)
+
+
+def _detect_encoding(data: bytes) -> str | None:
+    """Decode with charset_normalizer's guess, or None when it has none.
+
+    Ties between equally clean single-byte guesses are broken in favour of cp1252 /
+    Latin-1, the likeliest legacy encodings for files here (charset_normalizer alone
+    often picks e.g. cp1257 for short French text). UTF-16/32 guesses for data without
+    NUL bytes are discarded: BOM-less UTF-16 was handled before, so they are noise.
+    """
+    from charset_normalizer import from_bytes
+
+    matches = [
+        m
+        for m in from_bytes(data)
+        if not (m.encoding.startswith(("utf_16", "utf_32")) and b"\x00" not in data)
+    ]
+    if not matches:
+        return None
+    best = matches[0]
+    for match in matches:
+        if match.chaos <= best.chaos and _is_preferred_legacy(match):
+            best = match
+            break
+    return str(best)
+
+
+def _is_preferred_legacy(match: Any) -> bool:
+    encodings = {match.encoding, *match.could_be_from_charset}
+    return any(name in encodings for name in _PREFERRED_LEGACY)
+
+
+# --------------------------------------------------------------------------- PDF
+
+
+def read_pdf(
+    path: Path,
+    *,
+    time_budget: float = PDF_TIME_BUDGET_S,
+    max_pages: int = PDF_MAX_PAGES,
+) -> Document:
+    """Extract text page by page; pages joined by a blank line, offsets in ``page_starts``.
+
+    A page that fails is logged and left empty. Extraction stops (with a warning) after
+    ``max_pages`` pages or once ``time_budget`` seconds have passed; the budget is checked
+    between pages, so a single pathological page can still take long.
+    """
+    from pypdf.errors import DependencyError
+
+    try:
+        reader = _open_pdf(path)
+        texts = _extract_pages(reader, path, time_budget, max_pages)
+    except DependencyError as e:
+        raise ReadError(_AES_REASON) from e
+    if not any(texts):
+        raise ReadError("no extractable text (scanned PDF without a text layer?)")
+    return _join_pages(texts)
+
+
+def _open_pdf(path: Path) -> Any:
+    """Open and, if needed, decrypt with the empty password."""
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError, PdfReadError
+
+    try:
+        reader = PdfReader(path)
+    except (OSError, DependencyError):
+        raise
+    except PdfReadError as e:
+        raise ReadError(f"corrupt or unsupported PDF: {_short(e)}") from e
+    except Exception as e:  # pypdf's parser raises assorted types on damaged files
+        raise ReadError(f"corrupt PDF: {_short(e)}") from e
+    if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
+        raise ReadError("encrypted PDF (needs a password)")
+    return reader
+
+
+def _extract_pages(reader: Any, path: Path, time_budget: float, max_pages: int) -> list[str]:
+    """Normalized, stripped text of each page, within the page and time bounds."""
+    try:
+        count = len(reader.pages)
+    except Exception as e:  # a broken page tree can fail in many ways
+        raise ReadError(f"corrupt PDF (page tree): {_short(e)}") from e
+    if count > max_pages:
+        logger.warning("%s: %d pages, extracting only the first %d", path, count, max_pages)
+        count = max_pages
+    deadline = time.monotonic() + time_budget
+    texts: list[str] = []
+    for index in range(count):
+        if index > 0 and time.monotonic() > deadline:
+            logger.warning(
+                "%s: stopped after %d of %d pages (time budget of %gs used up)",
+                path,
+                index,
+                count,
+                time_budget,
+            )
+            break
+        texts.append(_page_text(reader, index, path))
+    return texts
+
+
+def _page_text(reader: Any, index: int, path: Path) -> str:
+    """Text of one page, or "" (with a warning) when that page cannot be extracted."""
+    from pypdf.errors import DependencyError
+
+    try:
+        raw = reader.pages[index].extract_text()
+    except DependencyError:
+        raise
+    except Exception as e:  # one bad page must not lose the whole document
+        logger.warning("%s: page %d could not be extracted: %s", path, index + 1, _short(e))
+        return ""
+    return normalize_text(raw or "").strip()
+
+
+def _join_pages(texts: list[str]) -> Document:
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 2
+    return Document("\n\n".join(texts), tuple(starts))
+
+
+# --------------------------------------------------------------------------- DOCX
+
+
+def read_docx(
+    path: Path,
+    *,
+    max_expanded_bytes: int = DOCX_MAX_EXPANDED_BYTES,
+    max_ratio: int = DOCX_MAX_RATIO,
+    ratio_min_bytes: int = DOCX_RATIO_MIN_BYTES,
+) -> Document:
+    """Paragraphs and tables of the body in document order, separated by blank lines.
+
+    Table rows become one line each, cells joined by `` | ``. The archive is vetted
+    (see ``check_docx_archive``) before python-docx expands anything.
+    """
+    check_docx_archive(
+        path,
+        max_expanded_bytes=max_expanded_bytes,
+        max_ratio=max_ratio,
+        ratio_min_bytes=ratio_min_bytes,
+    )
+    import docx
+
+    try:
+        document = docx.Document(str(path))
+    except OSError:
+        raise
+    except Exception as e:  # python-docx / lxml raise many types for malformed packages
+        raise ReadError(f"not a valid DOCX: {_short(e)}") from e
+    blocks = (block for block in _block_texts(document.element.body) if block.strip())
+    return Document(normalize_text("\n\n".join(blocks)))
+
+
+def check_docx_archive(
+    path: Path,
+    *,
+    max_expanded_bytes: int = DOCX_MAX_EXPANDED_BYTES,
+    max_ratio: int = DOCX_MAX_RATIO,
+    ratio_min_bytes: int = DOCX_RATIO_MIN_BYTES,
+) -> None:
+    """Refuse non-zips, zip bombs and archives without ``word/document.xml``.
+
+    Only the central directory is read. The declared sizes can be trusted as upper
+    bounds: Python's zipfile never yields more than ``ZipInfo.file_size`` bytes.
+    """
+    if not zipfile.is_zipfile(path):
+        raise ReadError("not a valid DOCX (not a zip archive)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as e:
+        raise ReadError(f"not a valid DOCX (damaged zip archive: {_short(e)})") from e
+    if len(infos) > DOCX_MAX_ENTRIES:
+        raise ReadError(f"refused: archive has {len(infos)} entries (zip bomb?)")
+    total = sum(info.file_size for info in infos)
+    if total > max_expanded_bytes:
+        raise ReadError(
+            f"refused: archive expands to {_format_size(total)}, over the "
+            f"{_format_size(max_expanded_bytes)} limit (zip bomb?)"
+        )
+    for info in infos:
+        if info.file_size > ratio_min_bytes and info.file_size > max_ratio * max(
+            1, info.compress_size
+        ):
+            raise ReadError(
+                f"refused: archive expands to {_format_size(info.file_size)} from "
+                f"{_format_size(info.compress_size)} in {info.filename} (zip bomb?)"
+            )
+    if "word/document.xml" not in {info.filename for info in infos}:
+        raise ReadError("not a valid DOCX (no word/document.xml)")
+
+
+def _w(tag: str) -> str:
+    """Clark-notation name of a WordprocessingML element."""
+    return "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}" + tag
+
+
+_P, _TBL, _TR, _TC = _w("p"), _w("tbl"), _w("tr"), _w("tc")
+_WRAPPERS = (_w("sdt"), _w("customXml"))
+_SDT_CONTENT = _w("sdtContent")
+_T, _TAB, _BR, _CR, _TABS = _w("t"), _w("tab"), _w("br"), _w("cr"), _w("tabs")
+
+
+def _block_texts(container: Any) -> Iterator[str]:
+    """Text of each paragraph / table directly in ``container`` (body or cell), in order."""
+    for child in _content_children(container):
+        if child.tag == _P:
+            yield _paragraph_text(child)
+        elif child.tag == _TBL:
+            yield _table_text(child)
+
+
+def _content_children(element: Any) -> Iterator[Any]:
+    """Children of ``element``, looking through content controls and custom XML."""
+    for child in element:
+        if child.tag in _WRAPPERS:
+            content = child.find(_SDT_CONTENT)
+            yield from _content_children(content if content is not None else child)
+        else:
+            yield child
+
+
+def _paragraph_text(paragraph: Any) -> str:
+    """Text of a ``w:p`` including hyperlinks, tracked insertions and text boxes."""
+    parts: list[str] = []
+    for el in paragraph.iter(_T, _TAB, _BR, _CR):
+        if el.tag == _T:
+            parts.append(el.text or "")
+        elif el.tag == _TAB:
+            if el.getparent() is not None and el.getparent().tag != _TABS:  # not a tab stop
+                parts.append("\t")
+        else:
+            parts.append("\n")
+    return "".join(parts)
+
+
+def _table_text(table: Any) -> str:
+    """One line per non-empty row, cells joined by `` | ``; nested tables flattened."""
+    lines: list[str] = []
+    for row in _content_children(table):
+        if row.tag != _TR:
+            continue
+        cells = [_cell_text(cell) for cell in _content_children(row) if cell.tag == _TC]
+        if any(cells):
+            lines.append(" | ".join(cells))
+    return "\n".join(lines)
+
+
+def _cell_text(cell: Any) -> str:
+    """All text of a cell on one line."""
+    return " ".join(" ".join(block.split()) for block in _block_texts(cell) if block.strip())
+
+
+# --------------------------------------------------------------------------- registry
+
+# Raw readers by lowercase suffix. They raise ReadError for the failures they recognize but
+# may let other exceptions through; read_document is the entry point that converts all.
+READERS: dict[str, Callable[[Path], Document]] = {
+    ".txt": read_text,
+    ".md": read_text,
+    ".pdf": read_pdf,
+    ".docx": read_docx,
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,8 +16,11 @@ _WORD = re.compile(r"\w+")
 class FakeEmbedder:
     """Texts that share words get similar vectors; the same text always the same vector."""
 
-    def __init__(self, dimension: int = 64, model_id: str = "fake-bow-64") -> None:
+    def __init__(
+        self, dimension: int = 64, model_id: str = "fake-bow-64", delay_per_text: float = 0.0
+    ) -> None:
         self._dimension = dimension
+        self._delay = delay_per_text
         self._model_id = model_id
         self.calls = 0
         self.embedded = 0
@@ -41,6 +45,8 @@ class FakeEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls += 1
         self.embedded += len(texts)
+        if self._delay:
+            time.sleep(self._delay * len(texts))
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
         return np.stack([self._one(t) for t in texts])

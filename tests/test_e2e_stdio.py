@@ -19,8 +19,17 @@ from tests.docfactory import Heading, Table, make_docx, make_pdf
 def server_params(data: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs",
-              "--inst", "Search the docs.", *extra],
+        args=[
+            "-m",
+            "micro_rag_mcp",
+            "--data-folder",
+            str(data),
+            "--title",
+            "Docs",
+            "--inst",
+            "Search the docs.",
+            *extra,
+        ],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
 
@@ -76,13 +85,17 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
             index = await wait_idle(client)
             assert (index["files_indexed"], index["files_failed"]) == (4, 0)
 
-            out = (await client.call_tool(
-                "search", {"query": "Hindenburg disaster at Lakehurst", "top_k": 3}
-            )).structured_content
+            out = (
+                await client.call_tool(
+                    "search", {"query": "Hindenburg disaster at Lakehurst", "top_k": 3}
+                )
+            ).structured_content
             top = out["results"][0]  # type: ignore[index]
             assert top["path"] == "reports/airships.pdf" and top["page"] == 2
             assert top["score"] > 0.4 and "vector" in top["matched_by"]
-            assert (await top_paths(client, "hotel limit in the expense policy"))[0] == "handbook.docx"
+            assert (await top_paths(client, "hotel limit in the expense policy"))[
+                0
+            ] == "handbook.docx"
             assert (await top_paths(client, "how long to knead dough"))[0] == "recipe.txt"
 
             (data / "recipe.txt").write_text("Whisk the eggs with sugar until pale and fluffy.")
@@ -121,7 +134,9 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "micro_rag_mcp", "--title", "t", "--inst", "i", *args],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
 
     missing = run("--data-folder", str(tmp_path / "nope"))

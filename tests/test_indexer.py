@@ -65,7 +65,7 @@ def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(
 
 
 def test_reindex_skips_unchanged_files_without_reading_them(engine: Engine, data: Path) -> None:
-    write(data / "a.txt", "Apples grow on trees.")
+    write(data / "a.txt", "Apples grow on trees.", mtime=1e6)
     engine.reindex()
     (data / "a.txt").chmod(0o000)  # unreadable: a read would fail
     try:
@@ -134,6 +134,19 @@ def test_path_glob_that_could_leave_the_folder_is_refused(engine: Engine, patter
         engine.reindex(path_glob=pattern)
 
 
+def test_a_stamp_taken_right_after_a_write_is_checked_again_by_content(
+    engine: Engine, data: Path
+) -> None:
+    path = write(data / "a.txt", "Version one of the text.")
+    stamp = path.stat().st_mtime_ns
+    engine.reindex()
+    path.write_text("Version two of the text.")  # same size; may share the mtime tick
+    os.utime(path, ns=(stamp, stamp))  # the worst case: exactly the same stamp
+    report = engine.reindex()
+    assert report.files_updated == 1
+    assert catalog_rows(data / "index") == {"a.txt": ["Version two of the text."]}
+
+
 def test_force_re_reads_and_re_embeds_everything_in_scope(data: Path) -> None:
     embedder = FakeEmbedder()
     eng = Engine(make_settings(data), lambda: embedder)
@@ -150,8 +163,9 @@ def test_force_re_reads_and_re_embeds_everything_in_scope(data: Path) -> None:
 def test_unreadable_file_is_recorded_with_reason_and_not_retried_until_it_changes(
     engine: Engine, data: Path
 ) -> None:
-    write(data / "good.txt", "Fine text here.")
+    write(data / "good.txt", "Fine text here.", mtime=1e6)
     (data / "bad.pdf").write_bytes(b"this is not a pdf at all")
+    os.utime(data / "bad.pdf", (1e6, 1e6))
     report = engine.reindex()
     assert [p for p, _ in report.files_failed] == ["bad.pdf"]
     assert report.files_failed[0][1]

@@ -54,7 +54,9 @@ def assert_converged(data: Path) -> None:
     assert documents_untouched(data)
 
 
-def test_truncated_vector_file_is_rebuilt_from_the_catalog(indexed: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_truncated_vector_file_is_rebuilt_from_the_catalog(
+    indexed: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     vectors = indexed / "index" / "faiss.index"
     vectors.write_bytes(vectors.read_bytes()[:100])
     eng = fresh_engine(indexed)
@@ -161,7 +163,10 @@ def test_full_disk_during_reindex_is_a_clear_error_and_the_index_still_opens(
     (indexed / "big.txt").write_text(big)
     out = subprocess.run(
         [sys.executable, "-c", FULL_DISK, str(indexed)],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parent.parent,
     )
     assert out.stdout.startswith("ERROR"), out.stdout + out.stderr
     assert "index" in out.stdout

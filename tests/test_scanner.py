@@ -22,8 +22,17 @@ def touch(path: Path) -> None:
 
 
 def test_scan_skips_index_hidden_and_vendored_folders(tmp_path: Path) -> None:
-    for rel in ["a.txt", "B.MD", "x.pdf", "index/i.txt", ".git/g.txt", ".hidden.txt",
-                "node_modules/m.txt", "__pycache__/p.txt", "sub/deep/d.md"]:
+    for rel in [
+        "a.txt",
+        "B.MD",
+        "x.pdf",
+        "index/i.txt",
+        ".git/g.txt",
+        ".hidden.txt",
+        "node_modules/m.txt",
+        "__pycache__/p.txt",
+        "sub/deep/d.md",
+    ]:
         touch(tmp_path / rel)
     assert rels(tmp_path) == ["B.MD", "a.txt", "sub/deep/d.md"]
 

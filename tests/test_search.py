@@ -37,7 +37,10 @@ def test_any_query_string_is_a_valid_fts5_expression(tmp_path: Path, query: str)
 
 
 def test_fts_query_quotes_every_term_and_drops_operators() -> None:
-    assert fts_query('NEAR(alpha "beta" AND gamma*') == '"near" OR "alpha" OR "beta" OR "and" OR "gamma"'
+    assert (
+        fts_query('NEAR(alpha "beta" AND gamma*')
+        == '"near" OR "alpha" OR "beta" OR "and" OR "gamma"'
+    )
     assert fts_query("🚀 ... !!!") is None
 
 

@@ -147,7 +147,9 @@ class Catalog:
                 row = conn.execute("PRAGMA quick_check").fetchone()
                 if row is None or row[0] != "ok":
                     conn.close()
-                    raise CatalogCorrupt(f"integrity check failed: {row[0] if row else 'no answer'}")
+                    raise CatalogCorrupt(
+                        f"integrity check failed: {row[0] if row else 'no answer'}"
+                    )
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(_SCHEMA)
@@ -176,8 +178,9 @@ class Catalog:
         except sqlite3.OperationalError as e:
             logger.debug("opening %s for reading failed (%s); trying immutable", path, e)
         uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-        conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
         return cls._checked_reader(conn, path)
 
     @classmethod

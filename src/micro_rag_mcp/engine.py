@@ -74,11 +74,14 @@ class Engine:
         self,
         settings: Settings,
         load_embedder: Callable[[], Embedder],
-        params: SearchParams = SearchParams(),
+        params: SearchParams | None = None,
+        *,
+        save_every_s: float = 30.0,
     ) -> None:
         self.settings = settings
+        self.save_every_s = save_every_s  # how often a long embedding pass saves its vectors
         self.paths = IndexPaths(settings.index_folder)
-        self.params = params
+        self.params = params or SearchParams()
         self._load_embedder = load_embedder
         self._embedder: Embedder | None = None
         self._model_error: str | None = None
@@ -198,7 +201,9 @@ class Engine:
             embedder = self.wait_model(None)
             if embedder is not None:
                 vectors = self._writer_vectors(catalog)
-                embedded = embed_missing(catalog, vectors, embedder, progress=report)
+                embedded = embed_missing(
+                    catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
+                )
                 self._count_vectors(catalog, vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
             return ReindexReport(
@@ -251,16 +256,22 @@ class Engine:
         if embedder is not None:
             query_vector = embedder.embed_query(query)
         elif self._model_error:
-            notices.append(f"the embedding model is unavailable ({self._model_error}); "
-                           "results come from keyword search only and carry no score")
+            notices.append(
+                f"the embedding model is unavailable ({self._model_error}); "
+                "results come from keyword search only and carry no score"
+            )
         else:
-            notices.append("the embedding model is still loading; results come from "
-                           "keyword search only and carry no score")
+            notices.append(
+                "the embedding model is still loading; results come from "
+                "keyword search only and carry no score"
+            )
         try:
             catalog = Catalog.open_reader(self.paths.catalog)
         except CatalogCorrupt:
             state = self.state(None)
-            notices.append("nothing is indexed yet" + (": indexing is running" if state.indexing else ""))
+            notices.append(
+                "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
+            )
             return SearchOutcome([], state, notices)
         try:
             vectors = self._reader_vectors(catalog) if embedder is not None else None
@@ -362,10 +373,14 @@ def _state_notices(state: IndexState) -> list[str]:
         where = f" ({state.phase} {state.done}/{state.total})" if state.total else ""
         notices.append(f"indexing is running{where}; results may be incomplete")
     if state.files_indexed == 0 and not state.indexing:
-        notices.append("no documents are indexed: the folder has no readable files of the "
-                       "configured types, or reindex has not run")
+        notices.append(
+            "no documents are indexed: the folder has no readable files of the "
+            "configured types, or reindex has not run"
+        )
     missing = state.chunks_total - state.chunks_with_vectors
     if missing > 0 and state.model == "ready":
-        notices.append(f"{missing} of {state.chunks_total} chunks have no vector yet; "
-                       "those can only match by keyword and carry no score")
+        notices.append(
+            f"{missing} of {state.chunks_total} chunks have no vector yet; "
+            "those can only match by keyword and carry no score"
+        )
     return notices

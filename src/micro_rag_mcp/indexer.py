@@ -30,6 +30,7 @@ from micro_rag_mcp.vectors import VectorStore
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
+RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,7 @@ def _sync_one(
         counts.unchanged += 1
         return
     ext = os.path.splitext(f.rel)[1].lower()
+    size = _stamp_size(f)
     try:
         text, chunks = _extract(f.path, settings)
     except ReadError as e:
@@ -119,22 +121,32 @@ def _sync_one(
             return
         reason = str(e) or type(e).__name__
         logger.warning("cannot index %s: %s", f.rel, reason)
-        failed = FileRecord(f.rel, ext, f.size, f.mtime_ns, None, "failed", reason)
+        failed = FileRecord(f.rel, ext, size, f.mtime_ns, None, "failed", reason)
         _store(catalog, vectors, failed, [])
         counts.failed.append((f.rel, reason))
         return
     checksum = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
-        catalog.touch_file(f.rel, f.size, f.mtime_ns)
+        catalog.touch_file(f.rel, size, f.mtime_ns)
         counts.unchanged += 1
         return
-    record = FileRecord(f.rel, ext, f.size, f.mtime_ns, checksum, "ok", None)
+    record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
     _store(catalog, vectors, record, chunks)
     if rec is None:
         counts.added += 1
     else:
         counts.updated += 1
     logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+
+
+def _stamp_size(f: ScannedFile) -> int:
+    """The size to record, or -1 when the file changed too recently to trust its stamp.
+
+    Two writes within one tick of the file-system clock can leave the same size and
+    mtime; a stamp taken that close to a write is recorded as unknown, so the next
+    reindex compares the text's checksum instead of trusting it (git's "racy" rule).
+    """
+    return -1 if time.time_ns() - f.mtime_ns < RACY_WINDOW_NS else f.size
 
 
 def _store(
@@ -159,17 +171,21 @@ def _extract(path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
     segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)
     chunks: list[NewChunk] = []
     for seg_start, seg_end in segments:
-        for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, settings.chunk_overlap):
+        for c in chunk_text(
+            doc.text[seg_start:seg_end], settings.chunk_size, settings.chunk_overlap
+        ):
             start, end = seg_start + c.start, seg_start + c.end
-            lines = (None, None) if doc.page_starts else locate.lines(start, end)
-            chunks.append(
-                NewChunk(len(chunks), start, end, *lines, locate.page(start), title, c.text)
-            )
+            first, last = (None, None) if doc.page_starts else locate.lines(start, end)
+            page = locate.page(start)
+            chunks.append(NewChunk(len(chunks), start, end, first, last, page, title, c.text))
     return doc.text, chunks
 
 
 def document_title(path: Path) -> str:
-    """Words of the file name, for the keyword channel: ``q3_sales-report.pdf`` -> ``q3 sales report``."""
+    """Words of the file name, for the keyword channel.
+
+    ``q3_sales-report.pdf`` -> ``q3 sales report``
+    """
     return " ".join(path.stem.replace("_", " ").replace("-", " ").split())
 
 

@@ -64,7 +64,9 @@ def open_for_writing(paths: IndexPaths) -> Catalog:
     try:
         catalog = Catalog.open(paths.catalog, check=True)
     except CatalogCorrupt as e:
-        logger.warning("catalog %s is unusable (%s); moving it aside and rebuilding", paths.catalog, e)
+        logger.warning(
+            "catalog %s is unusable (%s); moving it aside and rebuilding", paths.catalog, e
+        )
         _set_aside(paths)
         try:
             catalog = Catalog.open(paths.catalog)

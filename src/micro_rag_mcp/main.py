@@ -32,9 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--inst", required=True, help="Server instructions for the client, passed verbatim."
     )
-    p.add_argument(
-        "--index-folder", help="Where the index lives (default: <data-folder>/index)."
-    )
+    p.add_argument("--index-folder", help="Where the index lives (default: <data-folder>/index).")
     p.add_argument(
         "--exts",
         default=",".join(DEFAULT_EXTS),
@@ -60,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
     )
     p.add_argument(
-        "-v", "--verbose", action="count", default=0, help="Debug detail in the stderr log (one line per file)."
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="Debug detail in the stderr log (one line per file).",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
@@ -78,7 +80,9 @@ def parse_exts(value: str) -> tuple[str, ...]:
         ext = ext if ext.startswith(".") else f".{ext}"
         if ext not in SUPPORTED_EXTS:
             supported = ", ".join(sorted(SUPPORTED_EXTS))
-            raise ConfigError(f"--exts: unsupported extension {raw.strip()!r} (supported: {supported})")
+            raise ConfigError(
+                f"--exts: unsupported extension {raw.strip()!r} (supported: {supported})"
+            )
         if ext not in exts:
             exts.append(ext)
     if not exts:

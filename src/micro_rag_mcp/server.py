@@ -198,7 +198,9 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
     @server.tool(
         name="search",
         description=SEARCH_DESCRIPTION,
-        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
+        annotations=ToolAnnotations(
+            read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
     )
     async def search(
         ctx: Context[Engine],
@@ -222,11 +224,15 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
     @server.tool(
         name="reindex",
         description=REINDEX_DESCRIPTION,
-        annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False),
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=False
+        ),
     )
     async def reindex(
         ctx: Context[Engine],
-        force: Annotated[bool, Field(description="Re-read and re-embed every file in scope.")] = False,
+        force: Annotated[
+            bool, Field(description="Re-read and re-embed every file in scope.")
+        ] = False,
         path_glob: Annotated[
             str | None,
             Field(description="Glob relative to the data folder, e.g. 'notes/**/*.md'."),

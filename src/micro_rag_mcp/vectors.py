@@ -32,7 +32,9 @@ class VectorStore:
 
         self.path = path
         self.dimension = dimension
-        self._index = index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        self._index = (
+            index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
+        )
         self._lock = threading.Lock()
         self.dirty = False
         self.stamp: tuple[int, int, int] | None = None  # of the file last read or written
@@ -50,7 +52,9 @@ class VectorStore:
             data = np.frombuffer(path.read_bytes(), dtype=np.uint8)
             index = faiss.deserialize_index(data)
         except Exception as e:  # faiss raises RuntimeError; a torn file may raise others
-            logger.warning("%s is unreadable (%s); vectors will be rebuilt from the catalog", path, e)
+            logger.warning(
+                "%s is unreadable (%s); vectors will be rebuilt from the catalog", path, e
+            )
             return cls(path, dimension)
         if index.d != dimension or not isinstance(index, faiss.IndexIDMap2):
             logger.warning(
@@ -92,7 +96,8 @@ class VectorStore:
         if len(ids) == 0:
             return 0
         with self._lock:
-            removed = int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))
+            # faiss's Python wrapper turns an id array into an IDSelectorBatch itself.
+            removed = int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))  # type: ignore[arg-type]
             if removed:
                 self.dirty = True
             return removed

@@ -1,0 +1,15 @@
+"""SIGKILL a reindex at random instants while files change: the index always survives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.crashkit import run_kills
+
+
+def test_reindex_killed_at_random_instants_leaves_an_index_that_opens_and_converges(
+    tmp_path: Path,
+) -> None:
+    killed, failures, reasons = run_kills(tmp_path / "docs", instants=25, seed=20261130)
+    assert failures == 0, "\n".join(reasons)
+    assert killed >= 12, f"only {killed} of 25 runs were killed before finishing"

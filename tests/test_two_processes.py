@@ -1,0 +1,87 @@
+"""Two server processes on one folder (two client windows), over stdio, real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from tests.test_e2e_stdio import server_params, wait_idle
+
+TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
+
+
+def write_corpus(data: Path, files: int) -> None:
+    data.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        topic = TOPICS[i % len(TOPICS)]
+        paragraphs = [
+            f"Report {i} on the {topic}. Paragraph {p}: field notes describe the {topic} "
+            f"landscape, its climate, its animals and the people who study it in season {p}."
+            for p in range(12)
+        ]
+        (data / f"report{i:03d}.txt").write_text("\n\n".join(paragraphs))
+
+
+async def state(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("search", {"query": "volcano field notes"})
+    assert not result.is_error, result.content
+    return result.structured_content["index"]  # type: ignore[index,no-any-return]
+
+
+def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_kill(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "docs"
+    write_corpus(data, files=40)
+    lock = data / "index" / "index.lock"
+
+    async def main() -> None:
+        async with Client(server_params(data)) as writer:
+            deadline = time.monotonic() + 60
+            while not (await state(writer))["indexing"]:
+                assert time.monotonic() < deadline
+                await anyio.sleep(0.05)
+            async with Client(server_params(data), mode="legacy") as reader:
+                seen: list[int] = []
+                while True:  # the reader searches while the writer commits
+                    s = await state(reader)
+                    assert s["indexing"], f"the writer finished too soon to test: {s}"
+                    seen.append(s["files_indexed"])
+                    if s["files_indexed"] == 40:
+                        break
+                    await anyio.sleep(0.02)
+                assert seen == sorted(seen), "the reader saw the index go backwards"
+
+                busy = await reader.call_tool("reindex", {})
+                assert busy.is_error and "already running" in busy.content[0].text
+
+                holder = json.loads(lock.read_text())
+                os.kill(holder["pid"], signal.SIGKILL)  # the writer's window is closed hard
+
+                report = await reader.call_tool("reindex", {})  # the lock is free at once
+                assert not report.is_error, report.content
+                final = await wait_idle(reader)
+                assert final["files_indexed"] == 40
+                assert final["chunks_with_vectors"] == final["chunks_total"] > 0
+                hits = await reader.call_tool("search", {"query": "coral report", "top_k": 3})
+                paths = [r["path"] for r in hits.structured_content["results"]]  # type: ignore[index]
+                assert paths and all(p.startswith("report") for p in paths)
+
+    try:
+        anyio.run(main)
+    except BaseException as e:  # the killed writer's client may report a broken pipe
+        if not _only_broken_pipes(e):
+            raise
+
+
+def _only_broken_pipes(e: BaseException) -> bool:
+    if isinstance(e, BaseExceptionGroup):
+        return all(_only_broken_pipes(x) for x in e.exceptions)
+    return isinstance(e, (BrokenPipeError, ConnectionError, anyio.ClosedResourceError))

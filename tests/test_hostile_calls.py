@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,10 +70,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def client(folder: Path) -> Iterator[tuple[anyio.from_thread.BlockingPortal, Client]]:
     server = build_server(make_settings(folder), FakeEmbedder)
-    with anyio.from_thread.start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(Client(server)) as c:
-            portal.call(wait_idle, c)
-            yield portal, c
+    with contextlib.ExitStack() as stack:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+        c = stack.enter_context(portal.wrap_async_context_manager(Client(server)))
+        portal.call(wait_idle, c)
+        yield portal, c
 
 
 def call(

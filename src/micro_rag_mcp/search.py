@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 MAX_QUERY_TERMS = 64
 _TERM = re.compile(r"\w+", re.UNICODE)
 
+# Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
+_LUCENE_STOP = (
+    "a an and are as at be but by for if in into is it no not of on or such that the "
+    "their then there these they this to was will with"
+)
+STOPWORDS: frozenset[str] = frozenset(_LUCENE_STOP.split())
+
 
 @dataclass(frozen=True, slots=True)
 class SearchParams:
@@ -33,6 +40,7 @@ class SearchParams:
     keyword_weight: float = 1.0
     title_weight: float = 1.0  # BM25 weight of the file-name column against the text column
     channels: tuple[str, ...] = ("vector", "keyword")
+    drop_stopwords: bool = False  # leave English stop words out of the keyword query
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,22 +51,32 @@ class Hit:
     channels: tuple[str, ...]
 
 
-def fts_query(text: str, max_terms: int = MAX_QUERY_TERMS) -> str | None:
+def fts_query(
+    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
+) -> str | None:
     """An FTS5 expression that matches any word of ``text``, safe for any input.
 
     Every term is a quoted string, so FTS5 syntax in the query (``NEAR(``, ``AND``, ``*``,
-    ``-``, ``"``) is only ever text. Returns None when the text has no word at all.
+    ``-``, ``"``) is only ever text. Words in ``stopwords`` are left out unless the text
+    has no other word. Returns None when the text has no word at all.
     """
     seen: dict[str, None] = {}
+    stopped: dict[str, None] = {}
     for term in _TERM.findall(text.lower()):
         term = term.strip("_")
-        if term and term not in seen:
-            seen[term] = None
-            if len(seen) >= max_terms:
-                break
-    if not seen:
+        if not term or term in seen:
+            continue
+        if term in stopwords:
+            if len(stopped) < max_terms:
+                stopped[term] = None
+            continue
+        seen[term] = None
+        if len(seen) >= max_terms:
+            break
+    terms = seen or stopped
+    if not terms:
         return None
-    return " OR ".join(f'"{t}"' for t in seen)
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
@@ -87,11 +105,10 @@ def hybrid_search(
     cosine = dict(vector_hits)
     with catalog.snapshot():
         keyword_ids: list[int] = []
-        match = fts_query(query) if "keyword" in params.channels else None
+        stopwords = STOPWORDS if params.drop_stopwords else frozenset()
+        match = fts_query(query, stopwords=stopwords) if "keyword" in params.channels else None
         if match is not None:
-            keyword_ids = catalog.keyword_search(
-                match, params.depth, (params.title_weight, 1.0)
-            )
+            keyword_ids = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
         fused = rrf(
             [
                 ([cid for cid, _ in vector_hits], params.vector_weight),

@@ -22,7 +22,8 @@ from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
 from micro_rag_mcp.chunking import Locator, chunk_text
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import read_document
+from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.readers import Document
 from micro_rag_mcp.scanner import PathGlob, ScannedFile, ScanRules, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vectors import VectorStore
@@ -83,10 +84,15 @@ def sync_files(
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
-    for done, f in enumerate(found, len(gone) + 1):
-        _sync_one(catalog, vectors, settings, f, known.get(f.rel), force, counts)
-        if progress:
-            progress(Progress("reading", done, total, f.rel))
+    with IsolatedReader(settings.read_timeout_s) as reader:
+
+        def read(path: Path) -> Document:
+            return reader.read(path, max_bytes=settings.max_file_bytes)
+
+        for done, f in enumerate(found, len(gone) + 1):
+            _sync_one(catalog, vectors, settings, read, f, known.get(f.rel), force, counts)
+            if progress:
+                progress(Progress("reading", done, total, f.rel))
     return counts
 
 
@@ -101,6 +107,7 @@ def _sync_one(
     catalog: Catalog,
     vectors: VectorStore | None,
     settings: Settings,
+    read: Callable[[Path], Document],
     f: ScannedFile,
     rec: FileRecord | None,
     force: bool,
@@ -112,7 +119,7 @@ def _sync_one(
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
     try:
-        text, chunks = _extract(f.path, settings)
+        text, chunks = _extract(read(f.path), f.path, settings)
     except ReadError as e:
         if not f.path.exists():  # deleted between the scan and the read
             if rec is not None:
@@ -157,12 +164,11 @@ def _store(
         vectors.remove(old)
 
 
-def _extract(path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
-    """Read, chunk and locate one document; raise ReadError with the reason it failed.
+def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
+    """Chunk and locate one document; raise ReadError if it has no text.
 
     A PDF is chunked page by page, so every passage cites exactly one page.
     """
-    doc = read_document(path, max_bytes=settings.max_file_bytes)
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
     title = document_title(path)

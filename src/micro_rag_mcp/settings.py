@@ -24,6 +24,7 @@ class Settings:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
     max_file_bytes: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
     model_wait_s: float = 5.0
+    read_timeout_s: float = 120.0  # a file whose reading takes longer is skipped
     skip_dirs: frozenset[str] = field(
         default_factory=lambda: frozenset({"node_modules", "__pycache__"})
     )

@@ -1,0 +1,124 @@
+"""Reading documents in a child process, so no single file can hang or exhaust the server.
+
+PDF and DOCX parsers run arbitrary work on untrusted bytes. The reader process has a
+memory ceiling, and a file that takes longer than the time limit has its reader killed
+and is recorded as failed; the next file gets a fresh reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import resource
+import socket
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers import Document, read_document
+
+logger = logging.getLogger(__name__)
+
+READER_MEMORY_BYTES = 4 * 1024**3  # address-space ceiling of the reader process
+
+
+def _serve(conn: Connection, memory_bytes: int) -> None:
+    """The reader process: read each requested file, answer with text or a reason."""
+    with contextlib.suppress(ValueError, OSError):  # a lower hard limit is already in place
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        path, max_bytes = request
+        try:
+            doc = read_document(Path(path), max_bytes=max_bytes)
+            conn.send(("ok", doc.text, doc.page_starts))
+        except ReadError as e:
+            conn.send(("error", str(e)))
+        except MemoryError:
+            conn.send(("error", "reading needs more memory than the reader may use"))
+        except Exception as e:  # a parser bug must cost one file, not the reader
+            conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300]))
+
+
+class IsolatedReader:
+    """``read_document`` in a long-lived child process with a per-file time limit."""
+
+    def __init__(self, timeout_s: float, memory_bytes: int = READER_MEMORY_BYTES) -> None:
+        self.timeout_s = timeout_s
+        self.memory_bytes = memory_bytes
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._conn: Connection | None = None
+
+    def read(self, path: Path, *, max_bytes: int) -> Document:
+        conn = self._connection()
+        try:
+            conn.send((str(path), max_bytes))
+            if not conn.poll(self.timeout_s):
+                assert self._proc is not None
+                self._proc.kill()
+                self._kill()
+                raise ReadError(
+                    f"reading took longer than {self.timeout_s:g} s; skipped (the file may "
+                    "be pathological)"
+                )
+            answer: tuple[Any, ...] = conn.recv()
+        except (EOFError, OSError) as e:
+            code = self._proc.poll() if self._proc is not None else None
+            self._kill()
+            raise ReadError(f"the reader process died on this file (exit code {code})") from e
+        if answer[0] == "ok":
+            return Document(answer[1], tuple(answer[2]))
+        raise ReadError(answer[1])
+
+    def _connection(self) -> Connection:
+        if self._conn is not None and self._proc is not None and self._proc.poll() is None:
+            return self._conn
+        self._kill()
+        ours, theirs = socket.socketpair()
+        # A fresh interpreter that imports only the readers; its stdout is not ours (our
+        # stdout is the MCP protocol), its log lines go to our stderr.
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "micro_rag_mcp.isolation",
+                str(theirs.fileno()),
+                str(self.memory_bytes),
+            ],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        theirs.close()
+        self._proc, self._conn = proc, Connection(ours.detach())
+        return self._conn
+
+    def _kill(self) -> None:
+        if self._conn is not None:
+            self._conn.close()  # the reader sees EOF and exits
+        if self._proc is not None:
+            try:
+                self._proc.wait(0.5 if self._proc.poll() is None else 0)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = self._conn = None
+
+    def close(self) -> None:
+        self._kill()
+
+    def __enter__(self) -> IsolatedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

@@ -1,0 +1,67 @@
+"""Reading in a child process: a slow, crashing or memory-hungry file costs only itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.readers import read_document
+from tests.conftest import make_settings
+from tests.docfactory import make_pdf
+from tests.fakes import FakeEmbedder
+
+
+def test_isolated_read_gives_the_same_document_as_reading_in_process(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "p.pdf", ["First page words.", "Second page words."])
+    with IsolatedReader(timeout_s=60) as reader:
+        assert reader.read(pdf, max_bytes=10**7) == read_document(pdf, max_bytes=10**7)
+
+
+def test_a_read_over_the_time_limit_is_killed_and_the_next_file_is_read(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "slow.pdf", [f"Page {i} text." for i in range(50)])
+    text = tmp_path / "ok.txt"
+    text.write_text("fine")
+    with IsolatedReader(timeout_s=0.001) as reader:  # less than the reader's own start-up
+        with pytest.raises(ReadError, match="longer than 0.001 s"):
+            reader.read(pdf, max_bytes=10**7)
+        reader.timeout_s = 60
+        assert reader.read(text, max_bytes=10**7).text == "fine"
+
+
+def test_a_reader_that_dies_costs_one_file(tmp_path: Path) -> None:
+    text = tmp_path / "ok.txt"
+    text.write_text("fine")
+    with IsolatedReader(timeout_s=60) as reader:
+        reader.read(text, max_bytes=10**7)
+        assert reader._proc is not None
+        os.kill(reader._proc.pid, signal.SIGKILL)
+        with pytest.raises(ReadError, match="died"):
+            reader.read(text, max_bytes=10**7)
+        assert reader.read(text, max_bytes=10**7).text == "fine"
+
+
+def test_a_file_needing_more_memory_than_the_ceiling_fails_alone(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_bytes(("é" * 60_000_000).encode("latin-1"))  # not UTF-8: decoded by detection
+    small = tmp_path / "small.txt"
+    small.write_text("fine")
+    with IsolatedReader(timeout_s=120, memory_bytes=200 * 1024**2) as reader:
+        with pytest.raises(ReadError, match="(?i)memory"):
+            reader.read(big, max_bytes=10**9)
+        assert reader.read(small, max_bytes=10**9).text == "fine"
+
+
+def test_reindex_records_a_timed_out_file_with_its_reason(data: Path) -> None:
+    make_pdf(data / "slow.pdf", ["Some text."])
+    eng = Engine(make_settings(data, read_timeout_s=0.001), FakeEmbedder)
+    eng.load_model()
+    report = eng.reindex()
+    assert report.files_failed == [
+        ("slow.pdf", "reading took longer than 0.001 s; skipped (the file may be pathological)")
+    ]

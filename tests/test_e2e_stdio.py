@@ -158,3 +158,43 @@ def test_importing_the_server_loads_no_heavy_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
+    """The design's example: two processes, two folders, the same title, separate indexes."""
+    alpha, beta = tmp_path / "teamA", tmp_path / "teamB"
+    alpha.mkdir()
+    beta.mkdir()
+    (alpha / "islands.txt").write_text("Alpha's secret island is north of the reef.")
+    (beta / "islands.md").write_text("Beta's secret island has a volcano and a lagoon.")
+
+    def params(folder: Path, inst: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=[
+                "-m",
+                "micro_rag_mcp",
+                "--data-folder",
+                str(folder),
+                "--title",
+                "Secret Islands",
+                "--inst",
+                inst,
+            ],
+        )
+
+    async def main() -> None:
+        async with (
+            Client(params(alpha, "Team Alpha read-only mode with nightly refresh")) as a,
+            Client(params(beta, "Team Beta\nwrite-enabled\nmanual refresh")) as b,
+        ):
+            assert a.server_info is not None and a.server_info.name == "Secret Islands"
+            assert b.instructions == "Team Beta\nwrite-enabled\nmanual refresh"
+            await wait_idle(a)
+            await wait_idle(b)
+            assert await top_paths(a, "secret island", 5) == ["islands.txt"]
+            assert await top_paths(b, "secret island", 5) == ["islands.md"]
+
+    anyio.run(main)
+    assert (alpha / "index" / "catalog.sqlite3").exists()
+    assert (beta / "index" / "catalog.sqlite3").exists()

@@ -16,20 +16,13 @@ from mcp import Client, StdioServerParameters
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 
 
-def server_params(data: Path, *extra: str) -> StdioServerParameters:
+def server_params(
+    data: Path, *extra: str, title: str = "Docs", inst: str = "Search the docs."
+) -> StdioServerParameters:
+    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", title, "--inst", inst]
     return StdioServerParameters(
         command=sys.executable,
-        args=[
-            "-m",
-            "micro_rag_mcp",
-            "--data-folder",
-            str(data),
-            "--title",
-            "Docs",
-            "--inst",
-            "Search the docs.",
-            *extra,
-        ],
+        args=[*args, *extra],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
 
@@ -169,19 +162,7 @@ def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
     (beta / "islands.md").write_text("Beta's secret island has a volcano and a lagoon.")
 
     def params(folder: Path, inst: str) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable,
-            args=[
-                "-m",
-                "micro_rag_mcp",
-                "--data-folder",
-                str(folder),
-                "--title",
-                "Secret Islands",
-                "--inst",
-                inst,
-            ],
-        )
+        return server_params(folder, title="Secret Islands", inst=inst)
 
     async def main() -> None:
         async with (

@@ -11,7 +11,7 @@ import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument
+from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.indexer import sync_files
 from micro_rag_mcp.layout import IndexPaths, open_for_writing
 from micro_rag_mcp.vectors import VectorStore
@@ -235,3 +235,18 @@ def test_keyword_search_works_before_any_vector_exists(data: Path) -> None:
     assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
     assert outcome.hits[0].score is None
     assert any("keyword" in n for n in outcome.notices)
+
+
+def test_without_the_model_indexing_and_search_fall_back_to_keywords(data: Path) -> None:
+    def broken() -> FakeEmbedder:
+        raise ModelUnavailable("model.safetensors is missing; pip install ...")
+
+    write(data / "a.txt", "The zeppelin landed in Lakehurst.")
+    eng = Engine(make_settings(data), broken)
+    eng.load_model()
+    report = eng.reindex()
+    assert report.files_added == 1 and report.chunks_embedded == 0
+    outcome = eng.search("zeppelin", top_k=3)
+    assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
+    assert outcome.state.model.startswith("unavailable: model.safetensors is missing")
+    assert any("unavailable" in n for n in outcome.notices)

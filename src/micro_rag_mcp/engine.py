@@ -193,7 +193,7 @@ class Engine:
         catalog = open_for_writing(self.paths)
         try:
             self._check_chunking(catalog)
-            vectors = self._writer_vectors(catalog) if self._model_ready.is_set() else None
+            vectors = self._writer_vectors(catalog) if self._embedder is not None else None
             counts = sync_files(
                 catalog, vectors, self.settings, scope=scope, force=force, progress=report
             )

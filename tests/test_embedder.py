@@ -16,6 +16,7 @@ import pytest
 
 from micro_rag_mcp.embedder import (
     DIMENSION,
+    MODEL_ID,
     MODEL_SHA256,
     MODEL_SOURCES,
     Embedder,
@@ -175,3 +176,15 @@ def test_import_is_cheap() -> None:
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_int8_model_is_close_to_the_reference_and_names_its_own_vector_space(
+    reference: dict[str, object],
+) -> None:
+    quantized = load_embedder(quantize=True)
+    assert quantized.model_id.endswith("+int8") and quantized.model_id != MODEL_ID
+    sentences = list(reference["sentences"])  # type: ignore[call-overload]
+    got = quantized.embed_documents(sentences)
+    want = np.asarray(reference["vectors"], dtype=np.float32)
+    cosines = (got * want).sum(axis=1)
+    assert cosines.min() > 0.95, cosines

@@ -264,7 +264,9 @@ def _load_tokenizer(model_dir: Path) -> Tokenizer:
     return tokenizer
 
 
-def _create_session(model_dir: Path, threads: int | None) -> onnxruntime.InferenceSession:
+def _create_session(
+    model_dir: Path, threads: int | None, quantize: bool = False
+) -> onnxruntime.InferenceSession:
     """Build the ONNX graph from the safetensors weights and open a CPU session."""
     import onnxruntime as ort
     from safetensors.numpy import load_file
@@ -278,7 +280,7 @@ def _create_session(model_dir: Path, threads: int | None) -> onnxruntime.Inferen
         raise ModelUnavailable(
             f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
         ) from exc
-    payload = model.SerializeToString()
+    payload = _quantized(model) if quantize else model.SerializeToString()
     del model  # keep one copy of the weights alive, not two
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -288,22 +290,39 @@ def _create_session(model_dir: Path, threads: int | None) -> onnxruntime.Inferen
     return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
 
 
+def _quantized(model: Any) -> bytes:
+    """Dynamic int8 quantization (per channel) of the weights' matrix products."""
+    import tempfile
+
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(model, src)
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=True)
+        return dst.read_bytes()
+
+
 def load_embedder(
     batch_size: int = DEFAULT_BATCH_SIZE,
     threads: int | None = None,
     *,
     model_dir: Path | None = None,
+    quantize: bool = False,
 ) -> OnnxEmbedder:
     """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
 
     ``threads`` sets onnxruntime's intra-op threads (None: its default, one per core).
     ``model_dir`` skips the package lookup but is still checksum-verified.
+    ``quantize`` runs an int8 copy of the model: faster, slightly different vectors (so a
+    different ``model_id``); measured in docs/benchmarks.md, not the default.
     """
     started = time.perf_counter()
     model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
     verified = time.perf_counter()
     tokenizer = _load_tokenizer(model_dir)
-    session = _create_session(model_dir, threads)
+    session = _create_session(model_dir, threads, quantize)
     logger.info(
         "loaded %s from %s in %.2fs (checksum %.2fs)",
         MODEL_ID,
@@ -311,4 +330,5 @@ def load_embedder(
         time.perf_counter() - started,
         verified - started,
     )
-    return OnnxEmbedder(session, tokenizer, batch_size=batch_size)
+    model_id = f"{MODEL_ID}+int8" if quantize else MODEL_ID
+    return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)

@@ -10,7 +10,7 @@ import pytest
 
 import micro_rag_mcp.indexer as indexer
 from micro_rag_mcp.engine import Engine, ReindexReport
-from micro_rag_mcp.scanner import ScannedFile
+from micro_rag_mcp.scanner import ScanResult
 from tests.conftest import make_settings
 from tests.docfactory import (
     Heading,
@@ -150,11 +150,11 @@ def test_file_deleted_or_rewritten_between_scan_and_read(
     (data / "moving.txt").write_text("old words")
     real_scan = indexer.scan
 
-    def scan_then_change(*args: object) -> Iterator[ScannedFile]:
-        found = list(real_scan(*args))  # type: ignore[arg-type]
+    def scan_then_change(*args: object) -> ScanResult:
+        found = real_scan(*args)  # type: ignore[arg-type]
         (data / "gone.txt").unlink()
         (data / "moving.txt").write_text("brand new words, longer than before")
-        yield from found
+        return found
 
     monkeypatch.setattr(indexer, "scan", scan_then_change)
     eng = Engine(make_settings(data), FakeEmbedder)

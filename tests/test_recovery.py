@@ -146,7 +146,8 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 data = Path(sys.argv[1])
 eng = Engine(Settings(data_folder=data, index_folder=data / "index"), FakeEmbedder)
 eng.load_model()
-resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))  # every larger write fails
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # every larger write fails
 try:
     eng.reindex()
 except MicroRagError as e:
@@ -162,7 +163,7 @@ def test_full_disk_during_reindex_is_a_clear_error_and_the_index_still_opens(
     big = " ".join(f"word{i} appears in the long document." for i in range(20_000))
     (indexed / "big.txt").write_text(big)
     out = subprocess.run(
-        [sys.executable, "-c", FULL_DISK, str(indexed)],
+        [sys.executable, "-c", FULL_DISK, str(indexed), "200000"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -177,3 +178,88 @@ def test_full_disk_during_reindex_is_a_clear_error_and_the_index_still_opens(
     conn = sqlite3.connect(indexed / "index" / "catalog.sqlite3")
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+def test_a_full_disk_at_start_up_never_sets_a_healthy_catalog_aside(indexed: Path) -> None:
+    (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
+    out = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(indexed), "1"],  # not even the WAL can grow
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert out.stdout.startswith("ERROR"), out.stdout + out.stderr
+    assert not list((indexed / "index").glob("*.broken-*"))
+    eng = fresh_engine(indexed)
+    assert eng.search("cherries red", top_k=1).hits[0].chunk.path == "sub/c.txt"
+    report = eng.reindex()
+    assert report.files_added == 1 and report.chunks_embedded == 1  # nothing re-embedded
+
+
+def test_a_failed_vector_save_is_written_by_the_next_reindex(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import micro_rag_mcp.vectors as vectors_module
+
+    (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
+    eng = fresh_engine(indexed)
+    real = vectors_module.atomic_write_bytes
+
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(vectors_module, "atomic_write_bytes", full)
+    with pytest.raises(IndexWriteError, match="No space left"):
+        eng.reindex()
+    monkeypatch.setattr(vectors_module, "atomic_write_bytes", real)
+    eng.reindex()
+    other = fresh_engine(indexed)  # another process reads what was saved
+    state = other.search("dates palm", top_k=1).state
+    assert state.chunks_with_vectors == state.chunks_total == 4
+
+
+def test_vectors_of_a_deleted_catalog_are_never_given_to_its_successor(indexed: Path) -> None:
+    eng = fresh_engine(indexed)
+    assert eng.search("apples orchard", top_k=1).hits[0].chunk.path == "a.txt"
+    for f in (indexed / "index").glob("catalog.sqlite3*"):
+        f.unlink()  # a user removes the catalog but not faiss.index
+    (indexed / "a.txt").unlink()  # so the new catalog numbers its chunks differently
+    eng.reindex()
+    hits = eng.search("bananas yellow curved", top_k=3).hits
+    assert hits[0].chunk.path == "b.md" and hits[0].score is not None and hits[0].score > 0.5
+    assert all(h.chunk.path != "a.txt" for h in hits)
+    assert_vectors_match_text(indexed)
+
+
+def assert_vectors_match_text(data: Path) -> None:
+    """Every stored vector is the embedding of its own chunk's text."""
+    import numpy as np
+
+    from micro_rag_mcp.vectors import VectorStore
+
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    rows = list(conn.execute("SELECT id, text FROM chunks"))
+    conn.close()
+    store = VectorStore.load(data / "index" / "faiss.index", 64)
+    fake = FakeEmbedder()
+    for cid, text in rows:
+        got = store.similarity(fake.embed_query(text), [cid])
+        assert np.isclose(got[cid], 1.0, atol=1e-5), (cid, text)
+
+
+def test_files_in_a_folder_that_cannot_be_listed_are_kept(
+    indexed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.scandir
+
+    def flaky(path: str) -> object:
+        if str(path).endswith("sub"):
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", flaky)
+    report = fresh_engine(indexed).reindex()
+    assert report.files_removed == 0
+    monkeypatch.undo()
+    assert fresh_engine(indexed).search("cherries", top_k=1).hits[0].chunk.path == "sub/c.txt"

@@ -13,7 +13,7 @@ from micro_rag_mcp.scanner import PathGlob, ScanRules, scan
 
 def rels(root: Path, exts: tuple[str, ...] = (".txt", ".md"), glob: str | None = None) -> list[str]:
     rules = ScanRules(root, exts, (root / "index",), frozenset({"node_modules", "__pycache__"}))
-    return sorted(f.rel for f in scan(rules, PathGlob(glob) if glob else None))
+    return sorted(f.rel for f in scan(rules, PathGlob(glob) if glob else None).files)
 
 
 def touch(path: Path) -> None:
@@ -86,3 +86,33 @@ def test_path_glob_matching(pattern: str, path: str, hit: bool) -> None:
 def test_path_glob_refuses_patterns_leaving_the_folder(pattern: str) -> None:
     with pytest.raises(InvalidArgument):
         PathGlob(pattern)
+
+
+@pytest.mark.parametrize("pattern", ["[z-a]", "a[b-a]*.txt"])
+def test_path_glob_with_a_bad_range_is_a_clear_error(pattern: str) -> None:
+    with pytest.raises(InvalidArgument, match="not a valid pattern"):
+        PathGlob(pattern)
+
+
+def test_path_glob_brackets_inside_a_class_are_literal() -> None:
+    assert PathGlob("[[:a]b.txt").matches(":b.txt")
+
+
+def test_a_folder_that_cannot_be_listed_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touch(tmp_path / "ok" / "a.txt")
+    touch(tmp_path / "share" / "b.txt")
+    real = os.scandir
+
+    def flaky(path: str) -> object:
+        if str(path).endswith("share"):
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", flaky)
+    rules = ScanRules(tmp_path, (".txt",), (), frozenset())
+    result = scan(rules)
+    assert [f.rel for f in result.files] == ["ok/a.txt"]
+    assert result.unlisted == ["share/"] and result.may_hold("share/b.txt")
+    assert not result.may_hold("ok/b.txt")

@@ -13,10 +13,13 @@ import contextlib
 import logging
 import sqlite3
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from micro_rag_mcp.errors import IndexWriteError
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +73,15 @@ COMMIT;
 
 class CatalogCorrupt(Exception):
     """The catalog file exists but is not a usable database."""
+
+
+_DAMAGE_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def is_damage(e: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is damaged (not busy, full or forbidden)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _DAMAGE_CODES
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,18 +147,23 @@ class Catalog:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
         self.path = path
+        self.created = False  # this open made a new, empty catalog
 
     # -- opening -------------------------------------------------------------------
 
     @classmethod
     def open(cls, path: Path, *, check: bool = False) -> Catalog:
-        """Open (creating if needed) the catalog; raise CatalogCorrupt if it is unusable."""
+        """Open (creating if needed) the catalog.
+
+        Raises CatalogCorrupt only when the file itself is damaged or foreign; any other
+        failure (a full disk, no permission, a lock) is an IndexWriteError, because
+        moving a healthy catalog aside for those would throw the index away.
+        """
+        conn = _connect(path)
         try:
-            conn = _connect(path)
             if check:
                 row = conn.execute("PRAGMA quick_check").fetchone()
                 if row is None or row[0] != "ok":
-                    conn.close()
                     raise CatalogCorrupt(
                         f"integrity check failed: {row[0] if row else 'no answer'}"
                     )
@@ -156,13 +173,21 @@ class Catalog:
             catalog = cls(conn, path)
             stored = catalog.get_meta("schema_version")
             if stored is None:
-                catalog.set_meta("schema_version", SCHEMA_VERSION)
+                with catalog.transaction():
+                    catalog.set_meta("schema_version", SCHEMA_VERSION)
+                    catalog.set_meta("catalog_id", uuid.uuid4().hex)
+                catalog.created = True
             elif stored != SCHEMA_VERSION:
-                conn.close()
                 raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
             return catalog
+        except CatalogCorrupt:
+            conn.close()
+            raise
         except sqlite3.DatabaseError as e:
-            raise CatalogCorrupt(str(e)) from e
+            conn.close()
+            if is_damage(e):
+                raise CatalogCorrupt(str(e)) from e
+            raise IndexWriteError(f"cannot open the catalog {path}: {e}") from e
 
     @classmethod
     def open_reader(cls, path: Path) -> Catalog:
@@ -176,6 +201,8 @@ class Catalog:
         try:
             return cls._checked_reader(_connect(path), path)
         except sqlite3.OperationalError as e:
+            if is_damage(e):
+                raise CatalogCorrupt(str(e)) from e
             logger.debug("opening %s for reading failed (%s); trying immutable", path, e)
         uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
         conn = sqlite3.connect(
@@ -190,12 +217,11 @@ class Catalog:
             ready = conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chunks_fts'"
             ).fetchone()
-        except sqlite3.OperationalError:
-            conn.close()
-            raise
         except sqlite3.DatabaseError as e:
             conn.close()
-            raise CatalogCorrupt(str(e)) from e
+            if is_damage(e):
+                raise CatalogCorrupt(str(e)) from e
+            raise
         if ready is None:
             conn.close()
             raise CatalogCorrupt("catalog is not created yet")

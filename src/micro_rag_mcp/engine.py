@@ -232,19 +232,30 @@ class Engine:
             catalog.set_meta("chunking", self.settings.chunking_id)
 
     def _writer_vectors(self, catalog: Catalog) -> VectorStore:
-        """The lock holder's vector store: loaded from disk, emptied if from another model."""
+        """The lock holder's vector store: loaded from disk, emptied if from another model.
+
+        A cached store is reused only while the file is the one it last read or wrote and
+        the catalog is the one it was loaded for (chunk ids restart with a new catalog).
+        """
         embedder = self._embedder
         assert embedder is not None
+        owner = catalog.get_meta("catalog_id")
         with self._vectors_lock:
             current = self._vectors
-            if current is not None and current.stamp == file_stamp(self.paths.vectors):
+            if (
+                current is not None
+                and current.owner == owner
+                and current.stamp == file_stamp(self.paths.vectors)
+            ):
                 return current
             if catalog.get_meta("vector_model") != embedder.model_id:
                 if self.paths.vectors.exists():
-                    logger.warning("vectors were made by another model; they will be rebuilt")
+                    logger.warning(
+                        "the saved vectors are not from %s; they will be rebuilt", embedder.model_id
+                    )
                     self.paths.vectors.unlink()
                 catalog.set_meta("vector_model", embedder.model_id)
-            self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension)
+            self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension, owner)
             return self._vectors
 
     # -- search ----------------------------------------------------------------------
@@ -296,16 +307,20 @@ class Engine:
         """The freshest vectors: ours while we write, else the file's latest save."""
         embedder = self._embedder
         assert embedder is not None
+        owner = catalog.get_meta("catalog_id")
         with self._vectors_lock:
             current = self._vectors
-            if self._writing.locked() and current is not None:
-                return current
+            if current is not None and current.owner == owner:
+                if self._writing.locked():
+                    return current
+                stamp = file_stamp(self.paths.vectors)
+                if current.stamp == stamp:
+                    return current
             stamp = file_stamp(self.paths.vectors)
-            if current is not None and current.stamp == stamp:
-                return current
             if stamp is None or catalog.get_meta("vector_model") != embedder.model_id:
+                self._vectors = None
                 return None
-            self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension)
+            self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension, owner)
             return self._vectors
 
     # -- state -----------------------------------------------------------------------

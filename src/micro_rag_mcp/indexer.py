@@ -75,9 +75,14 @@ def sync_files(
     """Make the catalog match the files in scope; old vectors of changed files are dropped."""
     counts = SyncCounts()
     known = catalog.files()
-    found = list(scan(scan_rules(settings), scope))
+    listing = scan(scan_rules(settings), scope)
+    found = listing.files
     on_disk = {f.rel for f in found}
-    gone = [p for p in known if p not in on_disk and (scope is None or scope.matches(p))]
+    gone = [
+        p
+        for p in known
+        if p not in on_disk and (scope is None or scope.matches(p)) and not listing.may_hold(p)
+    ]
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         _forget(catalog, vectors, rel)

@@ -72,6 +72,10 @@ def open_for_writing(paths: IndexPaths) -> Catalog:
             catalog = Catalog.open(paths.catalog)
         except CatalogCorrupt as e2:
             raise IndexWriteError(f"cannot create catalog {paths.catalog}: {e2}") from e2
+    if catalog.created:
+        # Chunk ids start again at 1: vectors saved for an older catalog must not survive.
+        _drop_vectors(paths)
+    _remove_stale_temporaries(paths)
     if version != SCHEMA_VERSION:
         try:
             atomic_write_bytes(paths.version, f"{SCHEMA_VERSION}\n".encode())
@@ -92,7 +96,12 @@ def _read_version(path: Path) -> str | None:
 
 
 def _set_aside(paths: IndexPaths) -> None:
-    """Rename the catalog (and its WAL files) out of the way; drop the derived vectors."""
+    """Drop the derived vectors, then rename the catalog (and its WAL files) out of the way.
+
+    In that order: a kill between the two steps must not leave old vectors beside a
+    catalog whose chunk ids start again.
+    """
+    _drop_vectors(paths)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for suffix in ("", "-wal", "-shm"):
         src = Path(f"{paths.catalog}{suffix}")
@@ -100,6 +109,18 @@ def _set_aside(paths: IndexPaths) -> None:
             dst = src.with_name(f"{src.name}.broken-{stamp}")
             os.replace(src, dst)
             logger.warning("moved %s to %s", src.name, dst.name)
+    fsync_dir(paths.folder)
+
+
+def _drop_vectors(paths: IndexPaths) -> None:
     with contextlib.suppress(FileNotFoundError):
         paths.vectors.unlink()
-    fsync_dir(paths.folder)
+        fsync_dir(paths.folder)
+
+
+def _remove_stale_temporaries(paths: IndexPaths) -> None:
+    """Temporary files of saves that a kill interrupted (only the lock holder calls this)."""
+    for tmp in paths.folder.glob(f".{paths.vectors.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+            logger.info("removed %s, left by an interrupted save", tmp.name)

@@ -24,6 +24,16 @@ class ScannedFile:
 
 
 @dataclass(frozen=True, slots=True)
+class ScanResult:
+    files: list[ScannedFile]
+    unlisted: list[str]  # folders (relative, "" for the root) that could not be listed
+
+    def may_hold(self, rel: str) -> bool:
+        """Whether ``rel`` could exist unseen, inside a folder that could not be listed."""
+        return any(rel.startswith(prefix) for prefix in self.unlisted)
+
+
+@dataclass(frozen=True, slots=True)
 class ScanRules:
     root: Path
     exts: tuple[str, ...]
@@ -31,13 +41,21 @@ class ScanRules:
     skip_dirs: frozenset[str]
 
 
-def scan(rules: ScanRules, scope: PathGlob | None = None) -> Iterator[ScannedFile]:
-    """Every indexable regular file under the root, in a stable order.
+def scan(rules: ScanRules, scope: PathGlob | None = None) -> ScanResult:
+    """Every indexable regular file under the root, and the folders that could not be listed.
 
     Hidden entries, ``skip_dirs`` and the excluded folders are never entered. Symlinked
     folders are not followed (no loops, nothing outside the root); a symlinked file is
     taken only if its real path lies inside the root. Iterative, so depth is no limit.
+    A folder that cannot be listed (permissions, an I/O error, an unmounted share) is
+    reported, so that the files indexed from it are not taken for deleted.
     """
+    unlisted: list[str] = []
+    files = list(_walk(rules, scope, unlisted))
+    return ScanResult(files, unlisted)
+
+
+def _walk(rules: ScanRules, scope: PathGlob | None, unlisted: list[str]) -> Iterator[ScannedFile]:
     root = Path(os.path.realpath(rules.root))
     exclude = {os.path.realpath(p) for p in rules.exclude}
     stack: list[tuple[str, str]] = [(str(root), "")]
@@ -48,6 +66,7 @@ def scan(rules: ScanRules, scope: PathGlob | None = None) -> Iterator[ScannedFil
                 entries = sorted(it, key=lambda e: e.name, reverse=True)
         except OSError as e:
             logger.warning("cannot list %s: %s", folder, e.strerror or e)
+            unlisted.append(prefix)
             continue
         for entry in entries:
             name = entry.name
@@ -117,7 +136,10 @@ class PathGlob:
         if not parts:
             raise InvalidArgument(f"path_glob {pattern!r} names no files")
         body = _translate(parts)
-        self._regex = re.compile(f"(?s:{body})(?:/.*)?\\Z")
+        try:
+            self._regex = re.compile(f"(?s:{body})(?:/.*)?\\Z")
+        except re.error as e:
+            raise InvalidArgument(f"path_glob {pattern!r} is not a valid pattern: {e}") from e
 
     def matches(self, rel: str) -> bool:
         return self._regex.match(rel) is not None
@@ -151,7 +173,7 @@ def _translate_segment(seg: str) -> str:
                 inner = seg[i + 1 : j]
                 neg = inner.startswith("!")
                 inner = inner[1:] if neg else inner
-                inner = inner.replace("\\", "\\\\").replace("^", "\\^")
+                inner = inner.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
                 out.append(f"[{'^/' if neg else ''}{inner}]" if inner else "(?!)")
                 i = j
         else:

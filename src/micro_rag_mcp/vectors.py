@@ -27,7 +27,9 @@ logger = logging.getLogger(__name__)
 class VectorStore:
     """An in-memory FAISS index guarded by a lock, saved atomically to one file."""
 
-    def __init__(self, path: Path, dimension: int, index: Any = None) -> None:
+    def __init__(
+        self, path: Path, dimension: int, index: Any = None, owner: str | None = None
+    ) -> None:
         import faiss
 
         self.path = path
@@ -38,16 +40,17 @@ class VectorStore:
         self._lock = threading.Lock()
         self.dirty = False
         self.stamp: tuple[int, int, int] | None = None  # of the file last read or written
+        self.owner = owner  # id of the catalog whose chunk ids these vectors carry
 
     @classmethod
-    def load(cls, path: Path, dimension: int) -> VectorStore:
+    def load(cls, path: Path, dimension: int, owner: str | None = None) -> VectorStore:
         """Load the saved index; an unreadable or mismatched file yields an empty store."""
         import faiss
         import numpy as np
 
         stamp = file_stamp(path)
         if stamp is None:
-            return cls(path, dimension)
+            return cls(path, dimension, owner=owner)
         try:
             data = np.frombuffer(path.read_bytes(), dtype=np.uint8)
             index = faiss.deserialize_index(data)
@@ -55,7 +58,7 @@ class VectorStore:
             logger.warning(
                 "%s is unreadable (%s); vectors will be rebuilt from the catalog", path, e
             )
-            return cls(path, dimension)
+            return cls(path, dimension, owner=owner)
         if index.d != dimension or not isinstance(index, faiss.IndexIDMap2):
             logger.warning(
                 "%s holds %s vectors of dimension %d, expected IndexIDMap2 of %d; rebuilding",
@@ -64,8 +67,8 @@ class VectorStore:
                 index.d,
                 dimension,
             )
-            return cls(path, dimension)
-        store = cls(path, dimension, index)
+            return cls(path, dimension, owner=owner)
+        store = cls(path, dimension, index, owner)
         store.stamp = stamp
         return store
 
@@ -135,7 +138,11 @@ class VectorStore:
         with self._lock:
             data = faiss.serialize_index(self._index).tobytes()
             self.dirty = False
-        atomic_write_bytes(self.path, data)
+        try:
+            atomic_write_bytes(self.path, data)
+        except BaseException:
+            self.dirty = True  # the next save must still write what this one could not
+            raise
         self.stamp = file_stamp(self.path)
 
 

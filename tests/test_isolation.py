@@ -19,7 +19,7 @@ from tests.fakes import FakeEmbedder
 
 def test_isolated_read_gives_the_same_document_as_reading_in_process(tmp_path: Path) -> None:
     pdf = make_pdf(tmp_path / "p.pdf", ["First page words.", "Second page words."])
-    with IsolatedReader(timeout_s=60) as reader:
+    with IsolatedReader(tmp_path, timeout_s=60) as reader:
         assert reader.read(pdf, max_bytes=10**7) == read_document(pdf, max_bytes=10**7)
 
 
@@ -27,7 +27,7 @@ def test_a_read_over_the_time_limit_is_killed_and_the_next_file_is_read(tmp_path
     pdf = make_pdf(tmp_path / "slow.pdf", [f"Page {i} text." for i in range(50)])
     text = tmp_path / "ok.txt"
     text.write_text("fine")
-    with IsolatedReader(timeout_s=0.001) as reader:  # less than the reader's own start-up
+    with IsolatedReader(tmp_path, timeout_s=0.001) as reader:  # less than the reader's own start-up
         with pytest.raises(ReadError, match="longer than 0.001 s"):
             reader.read(pdf, max_bytes=10**7)
         reader.timeout_s = 60
@@ -37,7 +37,7 @@ def test_a_read_over_the_time_limit_is_killed_and_the_next_file_is_read(tmp_path
 def test_a_reader_that_dies_costs_one_file(tmp_path: Path) -> None:
     text = tmp_path / "ok.txt"
     text.write_text("fine")
-    with IsolatedReader(timeout_s=60) as reader:
+    with IsolatedReader(tmp_path, timeout_s=60) as reader:
         reader.read(text, max_bytes=10**7)
         assert reader._proc is not None
         os.kill(reader._proc.pid, signal.SIGKILL)
@@ -51,7 +51,7 @@ def test_a_file_needing_more_memory_than_the_ceiling_fails_alone(tmp_path: Path)
     big.write_bytes(("é" * 60_000_000).encode("latin-1"))  # not UTF-8: decoded by detection
     small = tmp_path / "small.txt"
     small.write_text("fine")
-    with IsolatedReader(timeout_s=120, memory_bytes=200 * 1024**2) as reader:
+    with IsolatedReader(tmp_path, timeout_s=120, memory_bytes=200 * 1024**2) as reader:
         with pytest.raises(ReadError, match="(?i)memory"):
             reader.read(big, max_bytes=10**9)
         assert reader.read(small, max_bytes=10**9).text == "fine"
@@ -65,3 +65,23 @@ def test_reindex_records_a_timed_out_file_with_its_reason(data: Path) -> None:
     assert report.files_failed == [
         ("slow.pdf", "reading took longer than 0.001 s; skipped (the file may be pathological)")
     ]
+
+
+def test_a_file_swapped_for_a_symlink_after_the_scan_is_not_read(tmp_path: Path) -> None:
+    data, outside = tmp_path / "docs", tmp_path / "outside"
+    (data / "notes").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside secret")
+    (data / "notes" / "a.txt").write_text("inside")
+    with IsolatedReader(data, timeout_s=60) as reader:
+        assert reader.read(data / "notes" / "a.txt", max_bytes=10**6).text == "inside"
+        (data / "notes" / "a.txt").unlink()
+        os.symlink(outside / "secret.txt", data / "notes" / "a.txt")  # swapped after the scan
+        with pytest.raises(ReadError, match="outside the data folder"):
+            reader.read(data / "notes" / "a.txt", max_bytes=10**6)
+        (data / "notes" / "a.txt").unlink()
+        (data / "notes").rmdir()
+        os.symlink(outside, data / "notes")  # or a folder above it
+        (outside / "a.txt").write_text("outside again")
+        with pytest.raises(ReadError, match="outside the data folder"):
+            reader.read(data / "notes" / "a.txt", max_bytes=10**6)

@@ -88,7 +88,8 @@ class Engine:
         self._model_ready = threading.Event()
         self._vectors: VectorStore | None = None
         self._vectors_lock = threading.Lock()
-        self._vector_count_key: tuple[int, int, int, int] | None = None
+        self._vector_count_key: tuple[object, ...] | None = None
+        self._count_lock = threading.Lock()
         self._vector_count = 0
         self._writing = threading.Lock()  # held by this process's running reindex
         self._progress: Progress | None = None
@@ -374,12 +375,13 @@ class Engine:
         import numpy as np
 
         stats = catalog.stats()
-        key = (stats.chunks, catalog.max_chunk_id(), len(vectors), id(vectors))
-        if key != self._vector_count_key:
-            ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
-            self._vector_count = int(np.isin(ids, vectors.ids(), assume_unique=True).sum())
-            self._vector_count_key = key
-        return self._vector_count
+        key = (stats.chunks, catalog.max_chunk_id(), len(vectors), vectors.owner, vectors.stamp)
+        with self._count_lock:
+            if key != self._vector_count_key:
+                ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
+                self._vector_count = int(np.isin(ids, vectors.ids(), assume_unique=True).sum())
+                self._vector_count_key = key
+            return self._vector_count
 
 
 def _state_notices(state: IndexState) -> list[str]:

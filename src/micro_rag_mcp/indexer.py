@@ -52,6 +52,7 @@ class SyncCounts:
     removed: int = 0
     unchanged: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    stale: list[int] = field(default_factory=list)  # chunk ids replaced or removed
 
 
 def scan_rules(settings: Settings) -> ScanRules:
@@ -84,33 +85,37 @@ def sync_files(
         if p not in on_disk and (scope is None or scope.matches(p)) and not listing.may_hold(p)
     ]
     total = len(found) + len(gone)
-    for done, rel in enumerate(gone, 1):
-        _forget(catalog, vectors, rel)
-        counts.removed += 1
-        if progress:
-            progress(Progress("reading", done, total, rel))
-    with IsolatedReader(settings.read_timeout_s) as reader:
-
-        def read(path: Path) -> Document:
-            return reader.read(path, max_bytes=settings.max_file_bytes)
-
-        for done, f in enumerate(found, len(gone) + 1):
-            _sync_one(catalog, vectors, settings, read, f, known.get(f.rel), force, counts)
+    try:
+        for done, rel in enumerate(gone, 1):
+            _forget(catalog, counts, rel)
+            counts.removed += 1
             if progress:
-                progress(Progress("reading", done, total, f.rel))
+                progress(Progress("reading", done, total, rel))
+        with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+
+            def read(path: Path) -> Document:
+                return reader.read(path, max_bytes=settings.max_file_bytes)
+
+            for done, f in enumerate(found, len(gone) + 1):
+                _sync_one(catalog, settings, read, f, known.get(f.rel), force, counts)
+                if progress:
+                    progress(Progress("reading", done, total, f.rel))
+    finally:
+        # One pass over the vectors for the whole run: removing from a flat index costs
+        # a scan of it. Until then search skips these ids (their chunks are gone).
+        if vectors is not None:
+            vectors.remove(counts.stale)
     return counts
 
 
-def _forget(catalog: Catalog, vectors: VectorStore | None, rel: str) -> None:
+def _forget(catalog: Catalog, counts: SyncCounts, rel: str) -> None:
     old = catalog.remove_file(rel)
-    if vectors is not None:
-        vectors.remove(old)
+    counts.stale.extend(old)
     logger.debug("removed %s (%d chunks)", rel, len(old))
 
 
 def _sync_one(
     catalog: Catalog,
-    vectors: VectorStore | None,
     settings: Settings,
     read: Callable[[Path], Document],
     f: ScannedFile,
@@ -128,13 +133,13 @@ def _sync_one(
     except ReadError as e:
         if not f.path.exists():  # deleted between the scan and the read
             if rec is not None:
-                _forget(catalog, vectors, f.rel)
+                _forget(catalog, counts, f.rel)
                 counts.removed += 1
             return
         reason = str(e) or type(e).__name__
         logger.warning("cannot index %s: %s", f.rel, reason)
         failed = FileRecord(f.rel, ext, size, f.mtime_ns, None, "failed", reason)
-        _store(catalog, vectors, failed, [])
+        _store(catalog, counts, failed, [])
         counts.failed.append((f.rel, reason))
         return
     checksum = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -143,7 +148,7 @@ def _sync_one(
         counts.unchanged += 1
         return
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-    _store(catalog, vectors, record, chunks)
+    _store(catalog, counts, record, chunks)
     if rec is None:
         counts.added += 1
     else:
@@ -162,11 +167,9 @@ def _stamp_size(f: ScannedFile) -> int:
 
 
 def _store(
-    catalog: Catalog, vectors: VectorStore | None, record: FileRecord, chunks: list[NewChunk]
+    catalog: Catalog, counts: SyncCounts, record: FileRecord, chunks: list[NewChunk]
 ) -> None:
-    old = catalog.store_file(record, chunks)
-    if vectors is not None:
-        vectors.remove(old)
+    counts.stale.extend(catalog.store_file(record, chunks))
 
 
 def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import resource
 import socket
 import subprocess
@@ -25,8 +26,21 @@ logger = logging.getLogger(__name__)
 READER_MEMORY_BYTES = 4 * 1024**3  # address-space ceiling of the reader process
 
 
+def _die_with_parent() -> None:
+    """Linux: have the kernel kill this reader if the server dies mid-parse."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
 def _serve(conn: Connection, memory_bytes: int) -> None:
     """The reader process: read each requested file, answer with text or a reason."""
+    _die_with_parent()
     with contextlib.suppress(ValueError, OSError):  # a lower hard limit is already in place
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     while True:
@@ -34,9 +48,9 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             request = conn.recv()
         except EOFError:
             return
-        path, max_bytes = request
+        path, max_bytes, root = request
         try:
-            doc = read_document(Path(path), max_bytes=max_bytes)
+            doc = _read_inside(Path(path), max_bytes, Path(root))
             conn.send(("ok", doc.text, doc.page_starts))
         except ReadError as e:
             conn.send(("error", str(e)))
@@ -46,10 +60,36 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300]))
 
 
+_PROC_FD = Path("/proc/self/fd")
+
+
+def _read_inside(path: Path, max_bytes: int, root: Path) -> Document:
+    """Read a file only if what is opened now still lies inside ``root``.
+
+    The scan checked the path, but a file (or a folder above it) can be swapped for a
+    symlink before the read; so the file is opened first and the check made on what was
+    actually opened, which is then read through its descriptor.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ReadError(e.strerror or str(e)) from e
+    try:
+        through = _PROC_FD / str(fd) if _PROC_FD.is_dir() else path
+        if not Path(os.path.realpath(through)).is_relative_to(root):
+            raise ReadError("refused: the path now leads outside the data folder (symlink)")
+        return read_document(through, max_bytes=max_bytes, suffix=path.suffix)
+    finally:
+        os.close(fd)
+
+
 class IsolatedReader:
     """``read_document`` in a long-lived child process with a per-file time limit."""
 
-    def __init__(self, timeout_s: float, memory_bytes: int = READER_MEMORY_BYTES) -> None:
+    def __init__(
+        self, root: Path, timeout_s: float, memory_bytes: int = READER_MEMORY_BYTES
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
         self.timeout_s = timeout_s
         self.memory_bytes = memory_bytes
         self._proc: subprocess.Popen[bytes] | None = None
@@ -58,7 +98,7 @@ class IsolatedReader:
     def read(self, path: Path, *, max_bytes: int) -> Document:
         conn = self._connection()
         try:
-            conn.send((str(path), max_bytes))
+            conn.send((str(path), max_bytes, str(self.root)))
             if not conn.poll(self.timeout_s):
                 assert self._proc is not None
                 self._proc.kill()

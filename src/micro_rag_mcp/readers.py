@@ -87,9 +87,13 @@ def _format_size(n: int) -> str:
 # --------------------------------------------------------------------------- dispatch
 
 
-def read_document(path: Path, *, max_bytes: int) -> Document:
-    """Read ``path`` with the reader for its suffix; every failure becomes ``ReadError``."""
-    suffix = path.suffix.lower()
+def read_document(path: Path, *, max_bytes: int, suffix: str | None = None) -> Document:
+    """Read ``path`` with the reader for its suffix; every failure becomes ``ReadError``.
+
+    ``suffix`` names the format when ``path`` has none of its own (an open descriptor's
+    ``/proc/self/fd/N``).
+    """
+    suffix = (suffix if suffix is not None else path.suffix).lower()
     reader = READERS.get(suffix)
     if reader is None:
         raise ReadError(f"unsupported file type {suffix or '(no suffix)'!r}")

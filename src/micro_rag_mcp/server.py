@@ -6,6 +6,7 @@ its background start-up (model load, reconcile, incremental reindex) begins.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,6 +28,8 @@ from micro_rag_mcp.errors import MicroRagError
 from micro_rag_mcp.indexer import Progress
 from micro_rag_mcp.search import Hit
 from micro_rag_mcp.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 class SearchHit(BaseModel):
@@ -176,6 +179,14 @@ def _progress_sender(
     return send
 
 
+def _tool_error(e: Exception) -> ToolError:
+    """What the model reads: our own errors as they are, anything else named and logged."""
+    if isinstance(e, MicroRagError):
+        return ToolError(str(e))
+    logger.exception("unexpected error in a tool call")
+    return ToolError(f"internal error ({type(e).__name__}: {e}); the server log has details")
+
+
 def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> MCPServer[Engine]:
     """The MCP server for one folder; nothing starts until a client connects."""
 
@@ -217,8 +228,8 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
             outcome = await anyio.to_thread.run_sync(
                 lambda: engine.search(query, top_k, score_threshold)
             )
-        except MicroRagError as e:
-            raise ToolError(str(e)) from e
+        except Exception as e:
+            raise _tool_error(e) from e
         return search_result(outcome)
 
     @server.tool(
@@ -250,8 +261,8 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
             report = await anyio.to_thread.run_sync(
                 lambda: engine.reindex(force=force, path_glob=path_glob, progress=progress)
             )
-        except MicroRagError as e:
-            raise ToolError(str(e)) from e
+        except Exception as e:
+            raise _tool_error(e) from e
         return reindex_result(report)
 
     return server

@@ -85,3 +85,15 @@ def test_a_file_swapped_for_a_symlink_after_the_scan_is_not_read(tmp_path: Path)
         (outside / "a.txt").write_text("outside again")
         with pytest.raises(ReadError, match="outside the data folder"):
             reader.read(data / "notes" / "a.txt", max_bytes=10**6)
+
+
+def test_a_timed_out_file_is_tried_again_at_the_next_reindex(data: Path) -> None:
+    make_pdf(data / "slow.pdf", ["Some text about comets."])
+    os.utime(data / "slow.pdf", (1e9, 1e9))
+    eng = Engine(make_settings(data, read_timeout_s=0.001), FakeEmbedder)
+    eng.load_model()
+    assert [p for p, _ in eng.reindex().files_failed] == ["slow.pdf"]
+    patient = Engine(make_settings(data), FakeEmbedder)
+    patient.load_model()
+    report = patient.reindex()  # same stamp, yet read again: the failure was not the file's
+    assert report.files_failed == [] and report.files_updated == 1

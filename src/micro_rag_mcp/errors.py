@@ -14,7 +14,15 @@ class ConfigError(MicroRagError):
 
 
 class ReadError(MicroRagError):
-    """A document could not be read or parsed; the message is the reason recorded for it."""
+    """A document could not be read or parsed; the message is the reason recorded for it.
+
+    ``transient`` marks failures that say nothing about the file itself (an I/O error, a
+    permission, a reader killed for time): the file is tried again at the next reindex.
+    """
+
+    def __init__(self, reason: str, *, transient: bool = False) -> None:
+        super().__init__(reason)
+        self.transient = transient
 
 
 class ModelUnavailable(MicroRagError):

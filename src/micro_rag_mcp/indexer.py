@@ -138,7 +138,9 @@ def _sync_one(
             return
         reason = str(e) or type(e).__name__
         logger.warning("cannot index %s: %s", f.rel, reason)
-        failed = FileRecord(f.rel, ext, size, f.mtime_ns, None, "failed", reason)
+        # A transient failure keeps no stamp, so the next reindex tries the file again.
+        stamp_size = -1 if e.transient else size
+        failed = FileRecord(f.rel, ext, stamp_size, f.mtime_ns, None, "failed", reason)
         _store(catalog, counts, failed, [])
         counts.failed.append((f.rel, reason))
         return

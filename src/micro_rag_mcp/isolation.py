@@ -53,11 +53,11 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             doc = _read_inside(Path(path), max_bytes, Path(root))
             conn.send(("ok", doc.text, doc.page_starts))
         except ReadError as e:
-            conn.send(("error", str(e)))
+            conn.send(("error", str(e), e.transient or isinstance(e.__cause__, OSError)))
         except MemoryError:
-            conn.send(("error", "reading needs more memory than the reader may use"))
+            conn.send(("error", "reading needs more memory than the reader may use", False))
         except Exception as e:  # a parser bug must cost one file, not the reader
-            conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300]))
+            conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300], False))
 
 
 _PROC_FD = Path("/proc/self/fd")
@@ -73,7 +73,7 @@ def _read_inside(path: Path, max_bytes: int, root: Path) -> Document:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
-        raise ReadError(e.strerror or str(e)) from e
+        raise ReadError(e.strerror or str(e), transient=True) from e
     try:
         through = _PROC_FD / str(fd) if _PROC_FD.is_dir() else path
         if not Path(os.path.realpath(through)).is_relative_to(root):
@@ -105,16 +105,19 @@ class IsolatedReader:
                 self._kill()
                 raise ReadError(
                     f"reading took longer than {self.timeout_s:g} s; skipped (the file may "
-                    "be pathological)"
+                    "be pathological)",
+                    transient=True,
                 )
             answer: tuple[Any, ...] = conn.recv()
         except (EOFError, OSError) as e:
             code = self._proc.poll() if self._proc is not None else None
             self._kill()
-            raise ReadError(f"the reader process died on this file (exit code {code})") from e
+            raise ReadError(
+                f"the reader process died on this file (exit code {code})", transient=True
+            ) from e
         if answer[0] == "ok":
             return Document(answer[1], tuple(answer[2]))
-        raise ReadError(answer[1])
+        raise ReadError(answer[1], transient=answer[2])
 
     def _connection(self) -> Connection:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:

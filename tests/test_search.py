@@ -9,7 +9,8 @@ import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.search import fts_query, rrf
+from micro_rag_mcp.search import STOPWORDS, SearchParams, fts_query, rrf
+from tests.fakes import FakeEmbedder
 
 HOSTILE = [
     '"unbalanced quote',
@@ -42,6 +43,26 @@ def test_fts_query_quotes_every_term_and_drops_operators() -> None:
         == '"near" OR "alpha" OR "beta" OR "and" OR "gamma"'
     )
     assert fts_query("🚀 ... !!!") is None
+
+
+def test_fts_query_can_leave_out_stop_words_but_never_every_word() -> None:
+    expr = fts_query("What is the effect of aspirin?", stopwords=STOPWORDS)
+    assert expr == '"what" OR "effect" OR "aspirin"'
+    assert fts_query("to be or not to be", stopwords=STOPWORDS) == '"to" OR "be" OR "or" OR "not"'
+    assert fts_query("the effect", stopwords=frozenset()) == '"the" OR "effect"'  # the default
+
+
+def test_search_drops_stop_words_by_default_and_still_answers_them(
+    engine: Engine, data: Path
+) -> None:
+    assert SearchParams().drop_stopwords
+    (data / "a.txt").write_text("The theory of the thing.")
+    (data / "b.txt").write_text("Aspirin lowers fever.")
+    engine.reindex()
+    kw = Engine(engine.settings, FakeEmbedder, SearchParams(channels=("keyword",)))
+    kw.load_model()
+    assert [h.chunk.path for h in kw.search("the aspirin", 5, -1.0).hits] == ["b.txt"]
+    assert [h.chunk.path for h in kw.search("of the", 5, -1.0).hits] == ["a.txt"]
 
 
 def test_fts_query_caps_the_number_of_terms() -> None:

@@ -1,0 +1,1 @@
+"""Retrieval benchmarks for micro-rag-mcp (not shipped; run from a clone)."""

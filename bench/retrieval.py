@@ -1,0 +1,524 @@
+"""Retrieval quality of the real index and search, on a BEIR-style dataset.
+
+Each corpus document becomes ``<work>/docs/<safe id>.txt`` (title, blank line, text); the
+folder is indexed by the real pipeline (``Engine`` with the real embedder) into
+``<work>/index``, and every query goes through ``Engine.search`` -- the code path of
+the MCP ``search`` tool -- once per channel (keyword only, vector only, hybrid) over
+the same index. Chunk hits become document ids (a document's rank is its best chunk's
+rank) and are scored with ``bench.metrics``.
+
+    .venv/bin/python -m bench.retrieval --dataset /work/shared/eval/scifact
+
+Re-runs reuse the index in ``--work`` when the dataset and chunking match (the reindex
+is then an incremental no-op); otherwise the work folder is rebuilt from scratch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import re
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
+from micro_rag_mcp.embedder import Embedder, load_embedder
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.indexer import Progress
+from micro_rag_mcp.search import Hit, SearchParams
+from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+
+logger = logging.getLogger("bench")
+
+MEASURES = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+MARKER = "bench.json"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+# -- dataset ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    corpus: dict[str, tuple[str, str]]  # doc id -> (title, text)
+    queries: dict[str, str]  # query id -> text, only the judged ones
+    qrels: dict[str, dict[str, int]]
+    fingerprint: str  # sha256 of corpus.jsonl
+
+
+def load_dataset(folder: Path, qrels_name: str, queries_name: str) -> Dataset:
+    raw = (folder / "corpus.jsonl").read_bytes()
+    corpus: dict[str, tuple[str, str]] = {}
+    for line in raw.decode("utf-8").splitlines():
+        if line.strip():
+            d = json.loads(line)
+            corpus[str(d["_id"])] = (d.get("title") or "", d.get("text") or "")
+    qrels = read_qrels(folder / qrels_name)
+    all_queries: dict[str, str] = {}
+    with (folder / queries_name).open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                q = json.loads(line)
+                all_queries[str(q["_id"])] = q["text"]
+    missing_q = [q for q in qrels if q not in all_queries]
+    missing_d = {d for judged in qrels.values() for d in judged if d not in corpus}
+    if missing_q or missing_d:
+        raise SystemExit(
+            f"{folder}: {len(missing_q)} judged queries lack a text in {queries_name}, "
+            f"{len(missing_d)} judged documents are not in the corpus"
+        )
+    queries = {q: all_queries[q] for q in qrels if relevant(qrels[q])}
+    return Dataset(folder.name, corpus, queries, qrels, hashlib.sha256(raw).hexdigest())
+
+
+def safe_names(ids: Sequence[str]) -> dict[str, str]:
+    """A distinct file-name stem for every doc id (unsafe characters replaced)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for doc_id in ids:
+        stem = _UNSAFE.sub("_", doc_id) or "_"
+        if stem.lower() in used:  # case-insensitive file systems, and replaced characters
+            stem = f"{stem}_{hashlib.sha1(doc_id.encode()).hexdigest()[:8]}"
+        used.add(stem.lower())
+        out[doc_id] = stem
+    return out
+
+
+def document_file_text(title: str, text: str) -> str:
+    return f"{title.strip()}\n\n{text.strip()}\n"
+
+
+# -- the work folder -------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    root: Path
+    docs: Path
+    index: Path
+    settings: Settings
+    names: dict[str, str]  # doc id -> file stem
+    doc_of_path: dict[str, str]  # "<stem>.txt" -> doc id
+    reused: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -> Workspace:
+    """Write the documents into ``work/docs`` (unchanged files are left alone)."""
+    identity = {
+        "dataset": dataset.name,
+        "corpus_sha256": dataset.fingerprint,
+        "chunk_size": chunk_size,
+        "chunk_overlap": chunk_overlap,
+    }
+    marker = work / MARKER
+    info: dict[str, Any] = {}
+    reused = False
+    if marker.exists():
+        info = json.loads(marker.read_text())
+        if {k: info.get(k) for k in identity} == identity:
+            reused = (work / "index").exists()
+        else:
+            logger.warning("work folder %s holds another dataset or chunking; rebuilding", work)
+            shutil.rmtree(work / "docs", ignore_errors=True)
+            shutil.rmtree(work / "index", ignore_errors=True)
+            info = {}
+    elif work.exists() and any(work.iterdir()):
+        raise SystemExit(f"{work} exists, is not empty and is not a bench work folder")
+    docs = work / "docs"
+    docs.mkdir(parents=True, exist_ok=True)
+    names = safe_names(list(dataset.corpus))
+    wanted = {f"{stem}.txt" for stem in names.values()}
+    for stale in docs.iterdir():
+        if stale.name not in wanted:
+            stale.unlink()
+    for doc_id, (title, text) in dataset.corpus.items():
+        path = docs / f"{names[doc_id]}.txt"
+        content = document_file_text(title, text).encode("utf-8")
+        if not path.exists() or path.read_bytes() != content:
+            path.write_bytes(content)
+    info.update(identity)
+    marker.write_text(json.dumps(info, indent=1))
+    settings = Settings(
+        data_folder=docs,
+        index_folder=work / "index",
+        exts=(".txt",),
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        model_wait_s=600.0,
+    )
+    return Workspace(
+        work,
+        docs,
+        work / "index",
+        settings,
+        names,
+        {f"{stem}.txt": d for d, stem in names.items()},
+        reused,
+        info,
+    )
+
+
+def index(ws: Workspace, embedder: Embedder) -> dict[str, Any]:
+    """Bring the index up to date through the real path; return what it took."""
+    engine = Engine(ws.settings, lambda: embedder)
+    engine.load_model()
+    last = [0.0]
+
+    def progress(p: Progress) -> None:
+        now = time.monotonic()
+        if now - last[0] > 30 or p.done == p.total:
+            last[0] = now
+            logger.info("%s %d/%d", p.phase, p.done, p.total)
+
+    started = time.perf_counter()
+    report = engine.reindex(progress=progress)
+    elapsed = time.perf_counter() - started
+    state = engine.state()
+    run = {
+        "elapsed_s": round(elapsed, 1),
+        "files_added": report.files_added,
+        "files_updated": report.files_updated,
+        "files_unchanged": report.files_unchanged,
+        "files_failed": len(report.files_failed),
+        "chunks_total": report.chunks_total,
+        "chunks_embedded": report.chunks_embedded,
+        "chunks_with_vectors": state.chunks_with_vectors,
+    }
+    if report.chunks_embedded > 0 and report.files_added + report.files_updated > 0:
+        ws.info["full_index"] = run  # the run that (re)built the index
+        (ws.root / MARKER).write_text(json.dumps(ws.info, indent=1))
+    engine.stop()
+    if report.files_failed:
+        logger.warning("%d files failed: %s", len(report.files_failed), report.files_failed[:5])
+    return run
+
+
+# -- searching -------------------------------------------------------------------------
+
+CHANNELS: dict[str, Callable[[SearchParams], SearchParams]] = {
+    "keyword": lambda p: replace(p, channels=("keyword",)),
+    "vector": lambda p: replace(p, channels=("vector",)),
+    "hybrid": lambda p: p,
+}
+
+
+@dataclass
+class ChannelRun:
+    name: str
+    params: SearchParams
+    run: dict[str, list[str]]  # query id -> doc ids, best first
+    best_cosine: dict[str, dict[str, float | None]]  # query id -> doc id -> best chunk cosine
+    latencies_ms: list[float]
+    hits: dict[str, list[tuple[str, float | None]]]  # query id -> (doc id, cosine) per chunk
+
+
+def search_all(
+    ws: Workspace,
+    embedder: Embedder,
+    dataset: Dataset,
+    name: str,
+    params: SearchParams,
+    *,
+    top_k: int,
+    score_threshold: float,
+) -> ChannelRun:
+    """Every query through ``Engine.search`` with these params, over the shared index."""
+    engine = Engine(ws.settings, lambda: embedder, params=params)
+    engine.load_model()
+    engine.search("warm up", top_k=top_k, score_threshold=score_threshold)  # loads the vectors
+    out = ChannelRun(name, params, {}, {}, [], {})
+    for qid, text in dataset.queries.items():
+        started = time.perf_counter()
+        outcome = engine.search(text, top_k=top_k, score_threshold=score_threshold)
+        out.latencies_ms.append((time.perf_counter() - started) * 1000)
+        chunks = [(_doc_of(ws, h), h.score) for h in outcome.hits]
+        out.hits[qid] = chunks
+        out.run[qid] = dedupe(doc for doc, _ in chunks)
+        best: dict[str, float | None] = {}
+        for doc, score in chunks:
+            best.setdefault(doc, score)
+        out.best_cosine[qid] = best
+    engine.stop()
+    return out
+
+
+def _doc_of(ws: Workspace, hit: Hit) -> str:
+    return ws.doc_of_path[hit.chunk.path]
+
+
+def summarize(cr: ChannelRun, qrels: dict[str, dict[str, int]]) -> dict[str, Any]:
+    metrics = evaluate(cr.run, qrels, MEASURES)
+    lat = cr.latencies_ms
+    returned = [len(docs) for docs in cr.run.values()]
+    return {
+        **{m: round(v, 4) for m, v in metrics.items()},
+        "latency_p50_ms": round(percentile(lat, 50), 1),
+        "latency_p95_ms": round(percentile(lat, 95), 1),
+        "docs_returned_min": min(returned) if returned else 0,
+        "docs_returned_median": statistics.median(returned) if returned else 0,
+    }
+
+
+def threshold_effect(
+    cr: ChannelRun, qrels: dict[str, dict[str, int]], thresholds: Sequence[float], top: int = 10
+) -> dict[str, Any]:
+    """Cosine of relevant vs non-relevant hits in the top results, and what a cut would do.
+
+    ``score_threshold`` is applied after ranking, so cutting the full hit list here gives
+    exactly the list the server would return with that threshold.
+    """
+    rel_cos: list[float] = []
+    non_cos: list[float] = []
+    for qid, chunks in cr.hits.items():
+        rel = relevant(qrels.get(qid, {}))
+        for doc, score in chunks[:top]:
+            if score is not None:
+                (rel_cos if doc in rel else non_cos).append(score)
+    pcts = (5, 10, 25, 50, 75, 90)
+    dist = {
+        "top_chunks": top,
+        "relevant": {
+            "n": len(rel_cos),
+            **{f"p{p}": round(percentile(rel_cos, p), 3) for p in pcts},
+        },
+        "non_relevant": {
+            "n": len(non_cos),
+            **{f"p{p}": round(percentile(non_cos, p), 3) for p in pcts},
+        },
+    }
+    cuts: dict[str, Any] = {}
+    for t in thresholds:
+        run = {
+            qid: dedupe(doc for doc, s in chunks if s is None or s >= t)
+            for qid, chunks in cr.hits.items()
+        }
+        relevant_top10 = lost = 0
+        for qid, docs in cr.run.items():
+            rel = relevant(qrels.get(qid, {}))
+            for doc in docs[:10]:
+                if doc in rel:
+                    relevant_top10 += 1
+                    score = cr.best_cosine[qid][doc]
+                    lost += score is not None and score < t
+        cuts[f"{t:g}"] = {
+            **{m: round(v, 4) for m, v in evaluate(run, qrels, ("ndcg@10", "recall@10")).items()},
+            "relevant_in_top10_cut": lost,
+            "relevant_in_top10": relevant_top10,
+        }
+    dist["thresholds"] = cuts
+    return dist
+
+
+def foreign_cosines(
+    ws: Workspace, embedder: Embedder, queries: Sequence[str], top_k: int = 10
+) -> dict[str, Any]:
+    """Cosine of the hits for queries the corpus cannot answer (another domain's queries)."""
+    engine = Engine(ws.settings, lambda: embedder)
+    engine.load_model()
+    top1: list[float] = []
+    top10: list[float] = []
+    for text in queries:
+        scores = [h.score for h in engine.search(text, top_k, -1.0).hits if h.score is not None]
+        if scores:
+            top1.append(max(scores))
+            top10.extend(scores)
+    engine.stop()
+    pcts = (10, 50, 90, 99)
+    return {
+        "queries": len(queries),
+        "top1": {f"p{p}": round(percentile(top1, p), 3) for p in pcts},
+        f"top{top_k}": {f"p{p}": round(percentile(top10, p), 3) for p in pcts},
+        "share_of_top10_at_or_above_0.2": round(sum(s >= 0.2 for s in top10) / len(top10), 3)
+        if top10
+        else None,
+    }
+
+
+def chunk_diversity(
+    cr: ChannelRun, qrels: dict[str, dict[str, int]], cuts: Sequence[int] = (5, 10)
+) -> dict[str, Any]:
+    """What a top_k of chunks shows, against one best chunk per document.
+
+    ``recall_chunks``: share of relevant documents among the first k CHUNKS (what the
+    server returns today); ``recall_docs``: among the first k distinct documents (what it
+    would return if it kept only the best chunk of each file).
+    """
+    out: dict[str, Any] = {}
+    for k in cuts:
+        chunk_run = {qid: dedupe(doc for doc, _ in chunks[:k]) for qid, chunks in cr.hits.items()}
+        distinct = [len(docs) for docs in chunk_run.values()]
+        out[f"top{k}"] = {
+            "mean_distinct_docs": round(statistics.mean(distinct), 2) if distinct else 0,
+            "recall_chunks": round(evaluate(chunk_run, qrels, [f"recall@{k}"])[f"recall@{k}"], 4),
+            "recall_docs": round(evaluate(cr.run, qrels, [f"recall@{k}"])[f"recall@{k}"], 4),
+            "ndcg_chunks": round(evaluate(chunk_run, qrels, [f"ndcg@{k}"])[f"ndcg@{k}"], 4),
+            "ndcg_docs": round(evaluate(cr.run, qrels, [f"ndcg@{k}"])[f"ndcg@{k}"], 4),
+        }
+    return out
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+def markdown_table(rows: dict[str, dict[str, Any]]) -> str:
+    head = "| channel | nDCG@10 | Recall@10 | Recall@100 | MRR@10 | p50 ms | p95 ms |"
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name, r in rows.items():
+        lines.append(
+            f"| {name} | {r['ndcg@10']:.4f} | {r['recall@10']:.4f} | {r['recall@100']:.4f} | "
+            f"{r['mrr@10']:.4f} | {r['latency_p50_ms']:.1f} | {r['latency_p95_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def params_from_args(args: argparse.Namespace) -> SearchParams:
+    base = SearchParams()
+    overrides = {
+        k: getattr(args, k)
+        for k in ("depth", "rrf_k", "vector_weight", "keyword_weight", "title_weight")
+        if getattr(args, k) is not None
+    }
+    return replace(base, **overrides)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.retrieval", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--dataset", type=Path, required=True, help="folder with corpus.jsonl etc.")
+    p.add_argument("--qrels", default="qrels.tsv", help="judgments file in the dataset folder")
+    p.add_argument("--queries", default="queries.jsonl", help="queries file in the dataset folder")
+    p.add_argument("--work", type=Path, help="work folder (default: /tmp/bench-<dataset>-<size>)")
+    p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
+    p.add_argument("--chunk-overlap", type=int, default=DEFAULT_CHUNK_OVERLAP)
+    p.add_argument("--top-k", type=int, default=200, help="chunks asked of each search")
+    p.add_argument("--score-threshold", type=float, default=0.0)
+    p.add_argument(
+        "--channels", default="keyword,vector,hybrid", help="comma list of keyword,vector,hybrid"
+    )
+    p.add_argument("--depth", type=int, help="override SearchParams.depth")
+    p.add_argument("--rrf-k", type=float, help="override SearchParams.rrf_k")
+    p.add_argument("--vector-weight", type=float, help="override SearchParams.vector_weight")
+    p.add_argument("--keyword-weight", type=float, help="override SearchParams.keyword_weight")
+    p.add_argument("--title-weight", type=float, help="override SearchParams.title_weight")
+    p.add_argument(
+        "--foreign-queries",
+        type=Path,
+        help="queries.jsonl of ANOTHER domain: report the cosine of hits it gets here",
+    )
+    p.add_argument("--limit", type=int, help="only the first N queries (smoke test)")
+    p.add_argument("--json", type=Path, help="write metrics and settings here")
+    p.add_argument("--dump-run", type=Path, help="write the per-query document rankings here")
+    p.add_argument("--index-only", action="store_true", help="build the index and stop")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
+    )
+    dataset = load_dataset(args.dataset, args.qrels, args.queries)
+    if args.limit:
+        dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
+    work = args.work or Path(f"/tmp/bench-{dataset.name}-{args.chunk_size}")
+    ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
+    embedder = load_embedder()
+    indexing = index(ws, embedder)
+    full = ws.info.get("full_index", indexing)
+    logger.info("index: %s", indexing)
+    if args.index_only:
+        return 0
+    params = params_from_args(args)
+    wanted = [c.strip() for c in args.channels.split(",") if c.strip()]
+    rows: dict[str, dict[str, Any]] = {}
+    runs: dict[str, ChannelRun] = {}
+    for name in wanted:
+        cr = search_all(
+            ws,
+            embedder,
+            dataset,
+            name,
+            CHANNELS[name](params),
+            top_k=args.top_k,
+            score_threshold=args.score_threshold,
+        )
+        runs[name] = cr
+        rows[name] = summarize(cr, dataset.qrels)
+        logger.info("%s: %s", name, rows[name])
+    cosine = (
+        threshold_effect(runs["hybrid"], dataset.qrels, (0.0, 0.1, 0.2, 0.3))
+        if "hybrid" in runs
+        else None
+    )
+    foreign = None
+    if args.foreign_queries:
+        with args.foreign_queries.open(encoding="utf-8") as f:
+            texts = [json.loads(line)["text"] for line in f if line.strip()]
+        foreign = foreign_cosines(ws, embedder, texts)
+    diversity = chunk_diversity(runs["hybrid"], dataset.qrels) if "hybrid" in runs else None
+    chunks = indexing["chunks_total"]
+    print(
+        f"\n{dataset.name}: {len(dataset.corpus)} docs, {chunks} chunks "
+        f"(chunk {args.chunk_size}/{args.chunk_overlap}), {len(dataset.queries)} queries "
+        f"({args.queries} / {args.qrels}), top_k {args.top_k}, threshold {args.score_threshold:g}"
+    )
+    print(f"params: {params}")
+    print(
+        f"indexing: this run {indexing['elapsed_s']} s ({indexing['chunks_embedded']} chunks "
+        f"embedded); full build {full['elapsed_s']} s for {full['chunks_total']} chunks "
+        f"({full['chunks_total'] / max(full['elapsed_s'], 1e-9):.1f} chunks/s)\n"
+    )
+    print(markdown_table(rows))
+    if cosine is not None:
+        dist = {k: cosine[k] for k in ("relevant", "non_relevant")}
+        print("\ncosine of hybrid top-10 chunks:", json.dumps(dist))
+        for t, r in cosine["thresholds"].items():
+            print(f"  threshold {t}: {r}")
+    if foreign is not None:
+        print(f"\nforeign queries ({args.foreign_queries}): {foreign}")
+    if diversity is not None:
+        print("\nhybrid, first k chunks vs first k distinct documents:")
+        for k, r in diversity.items():
+            print(f"  {k}: {r}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "dataset": str(args.dataset),
+                    "qrels": args.qrels,
+                    "queries": args.queries,
+                    "n_queries": len(dataset.queries),
+                    "docs": len(dataset.corpus),
+                    "chunk_size": args.chunk_size,
+                    "chunk_overlap": args.chunk_overlap,
+                    "top_k": args.top_k,
+                    "score_threshold": args.score_threshold,
+                    "params": asdict(params),
+                    "indexing_this_run": indexing,
+                    "indexing_full": full,
+                    "channels": rows,
+                    "cosine": cosine,
+                    "chunk_diversity": diversity,
+                    "foreign_queries": foreign,
+                },
+                indent=1,
+            )
+        )
+    if args.dump_run:
+        args.dump_run.write_text(json.dumps({name: cr.hits for name, cr in runs.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

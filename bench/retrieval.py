@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 import statistics
@@ -420,6 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", type=Path, help="write metrics and settings here")
     p.add_argument("--dump-run", type=Path, help="write the per-query document rankings here")
     p.add_argument("--index-only", action="store_true", help="build the index and stop")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="embed with the int8-quantized encoder (use its own --work folder)",
+    )
     return p
 
 
@@ -431,9 +437,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     dataset = load_dataset(args.dataset, args.qrels, args.queries)
     if args.limit:
         dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
-    work = args.work or Path(f"/tmp/bench-{dataset.name}-{args.chunk_size}")
+    suffix = "-int8" if args.int8 else ""
+    work = args.work or Path(f"/tmp/bench-{dataset.name}-{args.chunk_size}{suffix}")
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
-    embedder = load_embedder()
+    embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
     indexing = index(ws, embedder)
     full = ws.info.get("full_index", indexing)
     logger.info("index: %s", indexing)

@@ -1,0 +1,63 @@
+"""Encoder speed and agreement: fp32 against int8, on the same chunks, in one run.
+
+    .venv/bin/python -m bench.encoder --catalog /tmp/bench-scifact-1000/index/catalog.sqlite3
+
+Takes real chunk texts from an index's catalog, embeds them with both encoders in
+alternating rounds (so machine load hits both alike), and prints chunks/s for each,
+the ratio, and the cosine between the two vectors of each chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+
+from micro_rag_mcp.embedder import load_embedder
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--catalog", type=Path, required=True)
+    p.add_argument("--chunks", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    conn = sqlite3.connect(args.catalog)
+    texts = [
+        t for (t,) in conn.execute("SELECT text FROM chunks ORDER BY id LIMIT ?", (args.chunks,))
+    ]
+    conn.close()
+    threads = len(os.sched_getaffinity(0))
+    encoders = {
+        "fp32": load_embedder(threads=threads),
+        "int8": load_embedder(threads=threads, quantize=True),
+    }
+    seconds = {name: 0.0 for name in encoders}
+    vectors = {}
+    for _ in range(args.rounds):
+        for name, enc in encoders.items():
+            started = time.perf_counter()
+            vectors[name] = enc.embed_documents(texts)
+            seconds[name] += time.perf_counter() - started
+    speed = {name: args.rounds * len(texts) / s for name, s in seconds.items()}
+    cosine = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
+    print(f"{len(texts)} chunks x {args.rounds} rounds, {threads} threads")
+    print("| encoder | chunks/s |")
+    print("| --- | ---: |")
+    for name in encoders:
+        print(f"| {name} | {speed[name]:.1f} |")
+    print(f"int8 / fp32 speed: {speed['int8'] / speed['fp32']:.2f}x")
+    q = np.percentile(cosine, [1, 5, 50])
+    print(
+        f"cosine(fp32, int8) per chunk: min {cosine.min():.4f}, p1 {q[0]:.4f}, "
+        f"p5 {q[1]:.4f}, median {q[2]:.4f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -250,3 +250,9 @@ def test_without_the_model_indexing_and_search_fall_back_to_keywords(data: Path)
     assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
     assert outcome.state.model.startswith("unavailable: model.safetensors is missing")
     assert any("unavailable" in n for n in outcome.notices)
+
+
+def test_reindex_on_an_engine_never_started_loads_the_model_itself(data: Path) -> None:
+    write(data / "a.txt", "Apples.")
+    eng = Engine(make_settings(data), FakeEmbedder)  # no start(), no load_model()
+    assert eng.reindex().chunks_embedded == 1

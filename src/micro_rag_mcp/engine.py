@@ -199,6 +199,8 @@ class Engine:
                 catalog, vectors, self.settings, scope=scope, force=force, progress=report
             )
             embedded = 0
+            if not self._threads and not self._model_ready.is_set():
+                self.load_model()  # an engine used without start(): nobody else will
             embedder = self.wait_model(None)
             if embedder is not None:
                 vectors = self._writer_vectors(catalog)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -8,6 +9,18 @@ import pytest
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
+
+
+def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
+    """Make listing any folder called ``folder_name`` fail with an I/O error."""
+    real = os.scandir
+
+    def flaky(path: str) -> object:
+        if os.path.basename(str(path)) == folder_name:
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", flaky)
 
 
 def make_settings(data: Path, **kw: object) -> Settings:

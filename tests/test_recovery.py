@@ -15,7 +15,7 @@ import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import IndexWriteError
-from tests.conftest import make_settings
+from tests.conftest import fail_listing, make_settings
 from tests.fakes import FakeEmbedder
 
 DOCS = {
@@ -251,14 +251,7 @@ def assert_vectors_match_text(data: Path) -> None:
 def test_files_in_a_folder_that_cannot_be_listed_are_kept(
     indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = os.scandir
-
-    def flaky(path: str) -> object:
-        if str(path).endswith("sub"):
-            raise OSError(5, "Input/output error")
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", flaky)
+    fail_listing(monkeypatch, "sub")
     report = fresh_engine(indexed).reindex()
     assert report.files_removed == 0
     monkeypatch.undo()

@@ -9,6 +9,7 @@ import pytest
 
 from micro_rag_mcp.errors import InvalidArgument
 from micro_rag_mcp.scanner import PathGlob, ScanRules, scan
+from tests.conftest import fail_listing
 
 
 def rels(root: Path, exts: tuple[str, ...] = (".txt", ".md"), glob: str | None = None) -> list[str]:
@@ -103,14 +104,7 @@ def test_a_folder_that_cannot_be_listed_is_reported(
 ) -> None:
     touch(tmp_path / "ok" / "a.txt")
     touch(tmp_path / "share" / "b.txt")
-    real = os.scandir
-
-    def flaky(path: str) -> object:
-        if str(path).endswith("share"):
-            raise OSError(5, "Input/output error")
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", flaky)
+    fail_listing(monkeypatch, "share")
     rules = ScanRules(tmp_path, (".txt",), (), frozenset())
     result = scan(rules)
     assert [f.rel for f in result.files] == ["ok/a.txt"]

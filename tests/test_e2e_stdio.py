@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 
@@ -74,6 +75,7 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
 
     async def main() -> None:
         async with Client(server_params(data), mode="legacy") as client:
+            assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # initialize
             assert client.instructions == "Search the docs."
             index = await wait_idle(client)
             assert (index["files_indexed"], index["files_failed"]) == (4, 0)
@@ -112,6 +114,7 @@ def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> 
 
     async def second() -> dict[str, Any]:
         async with Client(server_params(mixed_folder), mode="auto") as client:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS  # server/discover
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"search", "reindex"}
             await wait_idle(client)

@@ -104,17 +104,25 @@ def hybrid_search(
     score_threshold: float,
     params: SearchParams = SearchParams(),
 ) -> list[Hit]:
-    """The best ``top_k`` chunks for the query, from every channel that is available."""
+    """The best ``top_k`` chunks for the query, from every channel that is available.
+
+    Candidates are fused first; rows (text and citation) are then fetched best first, a
+    window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
+    """
     vector_hits: list[tuple[int, float]] = []
     if query_vector is not None and vectors is not None and "vector" in params.channels:
         vector_hits = vectors.search(query_vector, params.depth)
     cosine = dict(vector_hits)
+    hits: list[Hit] = []
     with catalog.snapshot():
         keyword_ids: list[int] = []
         stopwords = STOPWORDS if params.drop_stopwords else frozenset()
         match = fts_query(query, stopwords=stopwords) if "keyword" in params.channels else None
         if match is not None:
             keyword_ids = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
+        found_by = {cid: ("vector",) for cid in cosine}
+        for cid in keyword_ids:
+            found_by[cid] = (*found_by.get(cid, ()), "keyword")
         fused = rrf(
             [
                 ([cid for cid, _ in vector_hits], params.vector_weight),
@@ -123,26 +131,21 @@ def hybrid_search(
             params.rrf_k,
         )
         ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
-        rows = catalog.fetch(ranked)
-    unscored = [cid for cid in ranked if cid not in cosine and cid in rows]
-    if query_vector is not None and vectors is not None and unscored:
-        cosine.update(vectors.similarity(query_vector, unscored))
-    keyword_set = set(keyword_ids)
-    vector_set = {cid for cid, _ in vector_hits}
-    hits: list[Hit] = []
-    for cid in ranked:
-        row = rows.get(cid)
-        if row is None:  # a vector whose chunk was deleted after the FAISS file was saved
-            continue
-        score = cosine.get(cid)
-        if score is not None and score < score_threshold:
-            continue
-        channels = tuple(
-            name
-            for name, found in (("vector", cid in vector_set), ("keyword", cid in keyword_set))
-            if found
-        )
-        hits.append(Hit(row, score, fused[cid], channels))
-        if len(hits) == top_k:
-            break
+        window = max(2 * top_k, 20)
+        for at in range(0, len(ranked), window):
+            batch = ranked[at : at + window]
+            rows = catalog.fetch(batch)
+            unscored = [cid for cid in batch if cid not in cosine and cid in rows]
+            if query_vector is not None and vectors is not None and unscored:
+                cosine.update(vectors.similarity(query_vector, unscored))
+            for cid in batch:
+                row = rows.get(cid)
+                if row is None:  # a vector whose chunk was deleted after the file was saved
+                    continue
+                score = cosine.get(cid)
+                if score is not None and score < score_threshold:
+                    continue
+                hits.append(Hit(row, score, fused[cid], found_by[cid]))
+                if len(hits) == top_k:
+                    return hits
     return hits

@@ -133,6 +133,7 @@ class CatalogStats:
     files_indexed: int
     files_failed: int
     chunks: int
+    max_chunk_id: int  # grows with every insert; with ``chunks``, tells when chunks changed
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -394,17 +395,14 @@ class Catalog:
         )
         return [int(r[0]) for r in rows]
 
-    def max_chunk_id(self) -> int:
-        row = self._conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()
-        return int(row[0])
-
     def stats(self) -> CatalogStats:
         row = self._conn.execute(
             "SELECT (SELECT count(*) FROM files WHERE status = 'ok'),"
             " (SELECT count(*) FROM files WHERE status = 'failed'),"
-            " (SELECT count(*) FROM chunks)"
+            " (SELECT count(*) FROM chunks),"
+            " (SELECT coalesce(max(id), 0) FROM chunks)"
         ).fetchone()
-        return CatalogStats(int(row[0]), int(row[1]), int(row[2]))
+        return CatalogStats(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
 
 def _batched(items: list[int], n: int) -> Iterator[list[int]]:

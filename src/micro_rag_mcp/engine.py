@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, IndexWriteError, MicroRagError
 from micro_rag_mcp.fsutil import WriterLock, describe_holder, holder_progress
@@ -95,7 +95,6 @@ class Engine:
         self._progress: Progress | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.startup_done = threading.Event()
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -148,8 +147,6 @@ class Engine:
             logger.error("start-up reindex failed: %s", e)
         except Exception:
             logger.exception("start-up reindex failed")
-        finally:
-            self.startup_done.set()
 
     def wait_model(self, timeout: float | None) -> Embedder | None:
         self._model_ready.wait(timeout)
@@ -207,7 +204,7 @@ class Engine:
                 embedded = embed_missing(
                     catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
                 )
-                self._count_vectors(catalog, vectors)
+                self._count_vectors(catalog, vectors, catalog.stats())
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
             return ReindexReport(
                 files_added=counts.added,
@@ -313,13 +310,10 @@ class Engine:
         owner = catalog.get_meta("catalog_id")
         with self._vectors_lock:
             current = self._vectors
-            if current is not None and current.owner == owner:
-                if self._writing.locked():
-                    return current
-                stamp = file_stamp(self.paths.vectors)
-                if current.stamp == stamp:
-                    return current
             stamp = file_stamp(self.paths.vectors)
+            fresh = self._writing.locked() or (current is not None and current.stamp == stamp)
+            if current is not None and current.owner == owner and fresh:
+                return current
             if stamp is None or catalog.get_meta("vector_model") != embedder.model_id:
                 self._vectors = None
                 return None
@@ -338,7 +332,11 @@ class Engine:
                 catalog = None
         try:
             stats = catalog.stats() if catalog is not None else None
-            with_vectors = self._count_vectors(catalog, self._vectors) if catalog else 0
+            with_vectors = (
+                self._count_vectors(catalog, self._vectors, stats)
+                if catalog is not None and stats is not None
+                else 0
+            )
         finally:
             if own is not None:
                 own.close()
@@ -370,14 +368,15 @@ class Engine:
             model=model,
         )
 
-    def _count_vectors(self, catalog: Catalog, vectors: VectorStore | None) -> int:
+    def _count_vectors(
+        self, catalog: Catalog, vectors: VectorStore | None, stats: CatalogStats
+    ) -> int:
         """How many catalog chunks have a vector, cached while neither side changes."""
         if vectors is None:
             return 0
         import numpy as np
 
-        stats = catalog.stats()
-        key = (stats.chunks, catalog.max_chunk_id(), len(vectors), vectors.owner, vectors.stamp)
+        key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
         with self._count_lock:
             if key != self._vector_count_key:
                 ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)

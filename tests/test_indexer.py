@@ -12,7 +12,7 @@ import pytest
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
-from micro_rag_mcp.indexer import sync_files
+from micro_rag_mcp.indexer import document_title, embedding_text, sync_files, vector_space
 from micro_rag_mcp.layout import IndexPaths, open_for_writing
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import make_settings
@@ -201,7 +201,7 @@ def test_model_change_drops_and_rebuilds_every_vector(data: Path) -> None:
     report = second.reindex()
     assert report.files_unchanged == 1 and report.chunks_embedded == 1
     cat = Catalog.open(data / "index" / "catalog.sqlite3")
-    assert cat.get_meta("vector_model") == "model-two"
+    assert cat.get_meta("vector_model") == vector_space(other)
     cat.close()
 
 
@@ -256,3 +256,19 @@ def test_reindex_on_an_engine_never_started_loads_the_model_itself(data: Path) -
     write(data / "a.txt", "Apples.")
     eng = Engine(make_settings(data), FakeEmbedder)  # no start(), no load_model()
     assert eng.reindex().chunks_embedded == 1
+
+
+def test_document_title_is_the_file_name_and_its_metadata_title() -> None:
+    assert document_title(Path("reports/q3_sales-report.pdf")) == "q3 sales report"
+    assert document_title(Path("4471.txt")) == ""  # a bare number says nothing
+    assert (
+        document_title(Path("2023 Q1 MSFT.pdf"), "Form 10-Q for  Microsoft Corp")
+        == "2023 Q1 MSFT — Form 10-Q for Microsoft Corp"
+    )
+    assert document_title(Path("4471.pdf"), "Annual report") == "Annual report"
+    assert document_title(Path("notes.md"), "Notes") == "notes"
+
+
+def test_chunks_are_embedded_under_their_file_title() -> None:
+    assert embedding_text("q3 sales report", "Revenue rose.") == "q3 sales report\nRevenue rose."
+    assert embedding_text("", "Revenue rose.") == "Revenue rose."

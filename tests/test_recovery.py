@@ -236,15 +236,16 @@ def assert_vectors_match_text(data: Path) -> None:
     """Every stored vector is the embedding of its own chunk's text."""
     import numpy as np
 
+    from micro_rag_mcp.indexer import embedding_text
     from micro_rag_mcp.vectors import VectorStore
 
     conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
-    rows = list(conn.execute("SELECT id, text FROM chunks"))
+    rows = list(conn.execute("SELECT id, title, text FROM chunks"))
     conn.close()
     store = VectorStore.load(data / "index" / "faiss.index", 64)
     fake = FakeEmbedder()
-    for cid, text in rows:
-        got = store.similarity(fake.embed_query(text), [cid])
+    for cid, title, text in rows:
+        got = store.similarity(fake.embed_query(embedding_text(title, text)), [cid])
         assert np.isclose(got[cid], 1.0, atol=1e-5), (cid, text)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.search import STOPWORDS, SearchParams, fts_query, rrf
+from micro_rag_mcp.search import STOPWORDS, SearchParams, convex, fts_query, rrf
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [
@@ -87,13 +87,18 @@ def test_search_finds_the_file_containing_a_phrase(engine: Engine, data: Path) -
     assert hits[0].score is not None and 0.0 < hits[0].score <= 1.0001
 
 
-def test_score_threshold_cuts_low_cosine_hits(engine: Engine, data: Path) -> None:
+def test_score_threshold_cuts_low_cosine_hits_the_keyword_channel_did_not_find(
+    engine: Engine, data: Path
+) -> None:
     (data / "a.txt").write_text("alpha beta gamma")
     (data / "b.txt").write_text("delta epsilon zeta")
     engine.reindex()
-    hits = engine.search("alpha beta gamma", top_k=5, score_threshold=0.99).hits
-    assert [h.chunk.path for h in hits] == ["a.txt"]
-    assert all(h.score is not None and h.score >= 0.99 for h in hits)
+    hits = engine.search("epsilon zeta delta theta", top_k=5, score_threshold=0.0).hits
+    assert [h.chunk.path for h in hits] == ["b.txt", "a.txt"]  # a.txt: by vector only
+    assert hits[1].channels == ("vector",) and hits[1].score is not None
+    cut = engine.search("epsilon zeta delta theta", top_k=5, score_threshold=0.99).hits
+    assert [h.chunk.path for h in cut] == ["b.txt"]  # kept by its words, whatever its cosine
+    assert cut[0].score is not None and cut[0].score < 0.99 and "keyword" in cut[0].channels
 
 
 def test_results_carry_citation_positions(engine: Engine, data: Path) -> None:
@@ -116,3 +121,36 @@ def test_search_sees_a_file_whole_before_or_after_its_change(engine: Engine, dat
     conn.execute("ROLLBACK")
     conn.close()
     assert 0 in {h.chunk.chunk_index for h in hits}
+
+
+def test_convex_fusion_keeps_a_rare_keyword_match_ahead_of_merely_similar_chunks() -> None:
+    vector = {1: 0.60, 2: 0.58, 3: 0.40}  # 3 is only a little less similar than the rest
+    keyword = {3: 12.0, 1: 2.0}  # but it alone holds the rare term: far ahead by BM25
+    fused = convex(vector, keyword, vector_share=0.7)
+    assert max(fused, key=lambda c: fused[c]) == 3
+    by_rank = rrf([([1, 2, 3], 1.0), ([3, 1], 1.25)], k=20)
+    assert max(by_rank, key=lambda c: by_rank[c]) == 1  # what rank fusion did instead
+    assert all(0.0 <= v <= 1.0 for v in fused.values())
+
+
+def test_convex_fusion_a_channel_that_finds_nothing_changes_no_order() -> None:
+    vector = {1: 0.2, 2: 0.9, 3: -0.3}
+    fused = convex(vector, {}, vector_share=0.7)
+    assert sorted(fused, key=lambda c: -fused[c]) == [2, 1, 3]
+    keyword = {4: 3.0, 5: 6.0}
+    only_keyword = convex({}, keyword, vector_share=0.7, channels=1)
+    assert only_keyword == {4: 0.5, 5: 1.0}  # the one channel that ran gets the whole weight
+
+
+def test_an_exact_identifier_ranks_its_file_first_at_the_default_threshold(
+    engine: Engine, data: Path
+) -> None:
+    for i in range(40):
+        (data / f"incident_{i:02d}.txt").write_text(
+            f"Incident notes. The payment service logged error ERR-{1000 + i} after a deploy; "
+            f"ticket INC{5550000 + i} was opened and the function parse_config_v{i} was fixed."
+        )
+    engine.reindex()
+    for query in ("ERR-1017", "What does error ERR-1017 mean?", "parse_config_v17"):
+        hits = engine.search(query, top_k=3, score_threshold=0.2).hits
+        assert hits and hits[0].chunk.path == "incident_17.txt", query

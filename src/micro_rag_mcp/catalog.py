@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from micro_rag_mcp.errors import IndexWriteError
 
@@ -358,42 +359,49 @@ class Catalog:
     def chunk_ids(self) -> list[int]:
         return [int(r[0]) for r in self._conn.execute("SELECT id FROM chunks ORDER BY id")]
 
-    def chunk_texts(self, ids: Iterable[int]) -> dict[int, str]:
-        """Texts of the given chunk ids that still exist."""
-        out: dict[int, str] = {}
-        for batch in _batched(list(ids), 500):
-            marks = ",".join("?" * len(batch))
-            for cid, text in self._conn.execute(
-                f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch
-            ):
-                out[int(cid)] = str(text)
-        return out
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """Title and text of the given chunk ids that still exist."""
+        rows = self._select_ids("SELECT id, title, text FROM chunks WHERE id IN ({})", ids)
+        return {int(cid): (str(title), str(text)) for cid, title, text in rows}
 
     def fetch(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         """The chunks (joined with their files) for the given ids that still exist."""
-        out: dict[int, StoredChunk] = {}
+        rows = self._select_ids(
+            "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
+            " c.line_start, c.line_end, c.page, c.text FROM chunks c"
+            " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
+            ids,
+        )
+        return {int(r[0]): StoredChunk(*r) for r in rows}
+
+    def _select_ids(self, sql: str, ids: Iterable[int]) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``sql`` (whose ``{}`` is the id list) for the ids, 500 at a time."""
         for batch in _batched(list(ids), 500):
-            marks = ",".join("?" * len(batch))
-            rows = self._conn.execute(
-                "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-                " c.line_start, c.line_end, c.page, c.text FROM chunks c"
-                f" JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})",
-                batch,
-            )
-            for r in rows:
-                out[int(r[0])] = StoredChunk(*r)
-        return out
+            yield from self._conn.execute(sql.format(",".join("?" * len(batch))), batch)
 
     def keyword_search(
         self, match: str, limit: int, weights: tuple[float, float] = (1.0, 1.0)
-    ) -> list[int]:
-        """Chunk ids matching an FTS5 expression, best BM25 first."""
+    ) -> list[tuple[int, float]]:
+        """Chunk ids matching an FTS5 expression with their BM25 score, best first.
+
+        FTS5's ``bm25()`` is negative, better matches more so; it is returned negated, so
+        a larger score is a better match and every score is positive.
+        """
         rows = self._conn.execute(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts, ?, ?) LIMIT ?",
-            (match, weights[0], weights[1], limit),
+            "SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts "
+            "WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
+            (weights[0], weights[1], match, limit),
         )
-        return [int(r[0]) for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def head_ids(self, ids: Sequence[int]) -> dict[int, int]:
+        """For each given chunk id, the id of the first chunk of the same file."""
+        rows = self._select_ids(
+            "SELECT c.id, h.id FROM chunks c JOIN chunks h"
+            " ON h.file_id = c.file_id AND h.chunk_index = 0 WHERE c.id IN ({})",
+            ids,
+        )
+        return {int(c): int(h) for c, h in rows}
 
     def stats(self) -> CatalogStats:
         row = self._conn.execute(

@@ -17,7 +17,7 @@ from micro_rag_mcp.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, IndexWriteError, MicroRagError
 from micro_rag_mcp.fsutil import WriterLock, describe_holder, holder_progress
-from micro_rag_mcp.indexer import Progress, ProgressFn, embed_missing, sync_files
+from micro_rag_mcp.indexer import Progress, ProgressFn, embed_missing, sync_files, vector_space
 from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
 from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.search import Hit, SearchParams, hybrid_search
@@ -248,13 +248,12 @@ class Engine:
                 and current.stamp == file_stamp(self.paths.vectors)
             ):
                 return current
-            if catalog.get_meta("vector_model") != embedder.model_id:
+            space = vector_space(embedder)
+            if catalog.get_meta("vector_model") != space:
                 if self.paths.vectors.exists():
-                    logger.warning(
-                        "the saved vectors are not from %s; they will be rebuilt", embedder.model_id
-                    )
+                    logger.warning("the saved vectors are not from %s; they will be rebuilt", space)
                     self.paths.vectors.unlink()
-                catalog.set_meta("vector_model", embedder.model_id)
+                catalog.set_meta("vector_model", space)
             self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension, owner)
             return self._vectors
 
@@ -314,7 +313,7 @@ class Engine:
             fresh = self._writing.locked() or (current is not None and current.stamp == stamp)
             if current is not None and current.owner == owner and fresh:
                 return current
-            if stamp is None or catalog.get_meta("vector_model") != embedder.model_id:
+            if stamp is None or catalog.get_meta("vector_model") != vector_space(embedder):
                 self._vectors = None
                 return None
             self._vectors = VectorStore.load(self.paths.vectors, embedder.dimension, owner)

@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
+VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +198,34 @@ def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[N
     return doc.text, chunks
 
 
-def document_title(path: Path) -> str:
-    """Words of the file name, for the keyword channel.
+def document_title(path: Path, metadata_title: str = "") -> str:
+    """What a file is, in words: its name, and the title its metadata gives, if any.
 
-    ``q3_sales-report.pdf`` -> ``q3 sales report``
+    ``q3_sales-report.pdf`` -> ``q3 sales report``. A name without a letter (``4471.txt``)
+    says nothing and is left out. The title is stored with every chunk of the file: it is
+    the keyword channel's title column and it heads the text each chunk is embedded with.
     """
-    return " ".join(path.stem.replace("_", " ").replace("-", " ").split())
+    name = " ".join(path.stem.replace("_", " ").replace("-", " ").split())
+    if not any(ch.isalpha() for ch in name):
+        name = ""
+    metadata_title = " ".join(metadata_title.split())
+    if metadata_title and metadata_title.casefold() != name.casefold():
+        return f"{name} — {metadata_title}" if name else metadata_title
+    return name
+
+
+def embedding_text(title: str, text: str) -> str:
+    """The text a chunk is embedded as: its file's title above the passage.
+
+    Long documents rarely repeat what they are on every page (a filing names its company
+    and period on the cover); the title carries that into every passage's vector.
+    """
+    return f"{title}\n{text}" if title else text
+
+
+def vector_space(embedder: Embedder) -> str:
+    """The identity of the vectors: the model and what it was given to embed."""
+    return f"{embedder.model_id};{VECTOR_RECIPE}"
 
 
 def reconcile(catalog: Catalog, vectors: VectorStore) -> list[int]:
@@ -234,7 +257,8 @@ def embed_missing(
         texts = catalog.chunk_texts(missing[i : i + EMBED_BATCH])
         ids = list(texts)
         if ids:
-            vectors.add(ids, embedder.embed_documents([texts[c] for c in ids]))
+            inputs = [embedding_text(*texts[c]) for c in ids]
+            vectors.add(ids, embedder.embed_documents(inputs))
         done += len(ids)
         if progress:
             progress(Progress("embedding", min(i + EMBED_BATCH, len(missing)), len(missing)))

@@ -1,14 +1,31 @@
-"""Hybrid retrieval: FAISS and FTS5 candidates fused by reciprocal rank.
+"""Hybrid retrieval: FAISS and FTS5 candidates, fused on their scores.
+
+Each channel proposes its best ``depth`` chunks. The fused relevance of a candidate is a
+convex combination of its two normalized scores:
+
+* vector: the chunk's cosine to the query plus ``head_weight`` times the cosine of the
+  first chunk of its file (the file's opening names what the whole file is about: a
+  title, a cover page, an abstract), shifted by 1 and divided by the best candidate's,
+  so it lies in (0, 1];
+* keyword: the chunk's BM25 score divided by the best keyword match's, in (0, 1].
+
+Scores, not ranks, are fused: a rare exact term that the keyword channel finds far ahead
+of everything else keeps that lead, where reciprocal rank fusion would flatten it to
+"rank 1" and let merely similar chunks overtake it. A channel that finds nothing adds
+nothing to anyone. Reciprocal rank fusion is kept as ``fusion="rrf"`` for comparison.
 
 ``score`` is always the cosine similarity of the chunk to the query, whichever channel
-found it, so ``score_threshold`` means one thing. A chunk with no vector yet (indexing in
-progress) carries no score and is not cut by the threshold.
+found it, so ``score_threshold`` means one thing. The threshold cuts only passages the
+keyword channel did not find: a passage that contains the query's words is kept on that
+evidence (an identifier, a name, a word in a script the vector model does not know can
+have a low cosine and still be exactly what was asked for). A chunk with no vector yet
+(indexing in progress) carries no score.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,15 +51,19 @@ STOPWORDS: frozenset[str] = frozenset(_LUCENE_STOP.split())
 class SearchParams:
     """The knobs of the fusion, with the defaults the benchmarks chose.
 
-    Tuned on the SciFact TRAIN split (809 queries) with 1000/200 chunks; see
-    docs/benchmarks.md for every lever tried and its effect.
+    Chosen on every dev set at once (SciFact train, Cranfield, sec10q_dev and the
+    generated identifier set) with 1000/200 chunks; see docs/benchmarks.md for every
+    lever tried and its effect.
     """
 
-    depth: int = 200  # candidates taken from each channel (100 and 200 rank the same)
-    rrf_k: float = 20.0  # 60 -> 20: +0.6 nDCG@10 on train; plateau from 10 to 20
-    vector_weight: float = 1.0
-    keyword_weight: float = 1.25  # with rrf_k 20: +0.5 nDCG@10 on train
-    title_weight: float = 1.0  # BM25 weight of the file-name column against the text column
+    depth: int = 200  # candidates taken from each channel
+    fusion: str = "convex"  # "convex" (scores) or "rrf" (ranks)
+    vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
+    head_weight: float = 0.5  # convex: weight of the file's first chunk in the vector score
+    rrf_k: float = 20.0  # rrf only
+    vector_weight: float = 1.0  # rrf only
+    keyword_weight: float = 1.25  # rrf only
+    title_weight: float = 1.0  # BM25 weight of the title column against the text column
     channels: tuple[str, ...] = ("vector", "keyword")
     # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
     # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
@@ -53,7 +74,7 @@ class SearchParams:
 class Hit:
     chunk: StoredChunk
     score: float | None  # cosine similarity, None when the chunk has no vector yet
-    fused: float
+    fused: float  # the ranking key: the fused relevance (convex) or the RRF sum
     channels: tuple[str, ...]
 
 
@@ -94,6 +115,32 @@ def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, 
     return fused
 
 
+def convex(
+    vector: Mapping[int, float],
+    keyword: Mapping[int, float],
+    *,
+    vector_share: float,
+    channels: int = 2,
+) -> dict[int, float]:
+    """Fused relevance in [0, 1] of every candidate of either channel.
+
+    ``vector`` maps a candidate to its vector score (a cosine, at least -1, possibly with
+    a bonus), ``keyword`` to its BM25 score (positive). Each is normalized by the best of
+    its channel; a candidate absent from a channel gets 0 there. With ``channels == 1``
+    only one channel ran and it gets the whole weight.
+    """
+    v_share = vector_share if channels == 2 else (1.0 if vector else 0.0)
+    k_share = 1.0 - v_share
+    v_best = max(vector.values(), default=0.0) + 1.0
+    k_best = max(keyword.values(), default=0.0)
+    fused: dict[int, float] = {}
+    for cid in vector.keys() | keyword.keys():
+        v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
+        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
+        fused[cid] = v_share * v + k_share * k
+    return fused
+
+
 def hybrid_search(
     catalog: Catalog,
     vectors: VectorStore | None,
@@ -109,43 +156,94 @@ def hybrid_search(
     Candidates are fused first; rows (text and citation) are then fetched best first, a
     window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
     """
-    vector_hits: list[tuple[int, float]] = []
-    if query_vector is not None and vectors is not None and "vector" in params.channels:
-        vector_hits = vectors.search(query_vector, params.depth)
-    cosine = dict(vector_hits)
-    hits: list[Hit] = []
+    use_vectors = query_vector is not None and vectors is not None and "vector" in params.channels
     with catalog.snapshot():
-        keyword_ids: list[int] = []
+        vector_hits: list[tuple[int, float]] = []
+        if use_vectors:
+            assert vectors is not None and query_vector is not None
+            vector_hits = vectors.search(query_vector, params.depth)
+        keyword_hits: list[tuple[int, float]] = []
         stopwords = STOPWORDS if params.drop_stopwords else frozenset()
         match = fts_query(query, stopwords=stopwords) if "keyword" in params.channels else None
         if match is not None:
-            keyword_ids = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
-        found_by = {cid: ("vector",) for cid in cosine}
-        for cid in keyword_ids:
+            keyword_hits = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
+        found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in vector_hits}
+        for cid, _ in keyword_hits:
             found_by[cid] = (*found_by.get(cid, ()), "keyword")
-        fused = rrf(
-            [
-                ([cid for cid, _ in vector_hits], params.vector_weight),
-                (keyword_ids, params.keyword_weight),
-            ],
-            params.rrf_k,
-        )
+        cosine = dict(vector_hits)
+        if use_vectors:
+            assert vectors is not None and query_vector is not None
+            # Keyword candidates get their cosine too: the threshold and the fusion use it.
+            unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
+            cosine.update(vectors.similarity(query_vector, unscored))
+        if params.fusion == "rrf":
+            fused = rrf(
+                [
+                    ([cid for cid, _ in vector_hits], params.vector_weight),
+                    ([cid for cid, _ in keyword_hits], params.keyword_weight),
+                ],
+                params.rrf_k,
+            )
+        else:
+            vector_scores = (
+                _with_heads(catalog, vectors, query_vector, cosine, params.head_weight)
+                if use_vectors
+                else {}
+            )
+            ran = int(use_vectors) + int(match is not None)
+            fused = convex(
+                vector_scores,
+                dict(keyword_hits),
+                vector_share=params.vector_share,
+                channels=ran,
+            )
         ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
-        window = max(2 * top_k, 20)
-        for at in range(0, len(ranked), window):
-            batch = ranked[at : at + window]
-            rows = catalog.fetch(batch)
-            unscored = [cid for cid in batch if cid not in cosine and cid in rows]
-            if query_vector is not None and vectors is not None and unscored:
-                cosine.update(vectors.similarity(query_vector, unscored))
-            for cid in batch:
-                row = rows.get(cid)
-                if row is None:  # a vector whose chunk was deleted after the file was saved
-                    continue
-                score = cosine.get(cid)
-                if score is not None and score < score_threshold:
-                    continue
-                hits.append(Hit(row, score, fused[cid], found_by[cid]))
-                if len(hits) == top_k:
-                    return hits
+        return _fetch_best(catalog, ranked, fused, cosine, found_by, top_k, score_threshold)
+
+
+def _with_heads(
+    catalog: Catalog,
+    vectors: VectorStore | None,
+    query_vector: npt.NDArray[np.float32] | None,
+    cosine: Mapping[int, float],
+    head_weight: float,
+) -> dict[int, float]:
+    """Each candidate's cosine plus ``head_weight`` times its file's first chunk's cosine."""
+    if head_weight == 0 or vectors is None or query_vector is None:
+        return dict(cosine)
+    heads = catalog.head_ids(list(cosine))
+    missing = [h for h in set(heads.values()) if h not in cosine]
+    head_cosine = {**vectors.similarity(query_vector, missing), **cosine}
+    return {
+        cid: cos + head_weight * head_cosine.get(heads.get(cid, cid), cos)
+        for cid, cos in cosine.items()
+    }
+
+
+def _fetch_best(
+    catalog: Catalog,
+    ranked: Sequence[int],
+    fused: Mapping[int, float],
+    cosine: Mapping[int, float],
+    found_by: Mapping[int, tuple[str, ...]],
+    top_k: int,
+    score_threshold: float,
+) -> list[Hit]:
+    """Rows of the best ranked chunks that pass the threshold, a window at a time."""
+    hits: list[Hit] = []
+    window = max(2 * top_k, 20)
+    for at in range(0, len(ranked), window):
+        batch = ranked[at : at + window]
+        rows = catalog.fetch(batch)
+        for cid in batch:
+            row = rows.get(cid)
+            if row is None:  # a vector whose chunk was deleted after the file was saved
+                continue
+            score = cosine.get(cid)
+            channels = found_by[cid]
+            if score is not None and score < score_threshold and "keyword" not in channels:
+                continue
+            hits.append(Hit(row, score, fused[cid], channels))
+            if len(hits) == top_k:
+                return hits
     return hits

@@ -31,5 +31,5 @@ class Settings:
 
     @property
     def chunking_id(self) -> str:
-        """The chunking half of the run identity."""
-        return f"chars:{self.chunk_size}/{self.chunk_overlap}"
+        """The chunking half of the run identity: how files become stored chunks."""
+        return f"chars:{self.chunk_size}/{self.chunk_overlap};titles:2"

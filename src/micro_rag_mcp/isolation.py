@@ -169,5 +169,4 @@ if __name__ == "__main__":
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s",
     )
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

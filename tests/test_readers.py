@@ -17,6 +17,7 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers import (
     READERS,
     Document,
+    clean_title,
     normalize_text,
     read_document,
     read_docx,
@@ -27,11 +28,13 @@ from tests.docfactory import (
     Heading,
     Paragraph,
     Table,
+    make_bare_docx,
     make_docx,
     make_encrypted_pdf,
     make_garbage_file,
     make_image_only_pdf,
     make_pdf,
+    make_pdf_without_info,
     make_text,
     make_truncated_pdf,
     make_zip,
@@ -422,3 +425,76 @@ def test_expanded_size_limit_applies_to_ordinary_docx(tmp_path: Path) -> None:
     assert read(path).text == "hello"
     with pytest.raises(ReadError, match="over the 1000 bytes limit"):
         read_docx(path, max_expanded_bytes=1000)
+
+
+# --------------------------------------------------------------------------- titles
+
+
+def test_pdf_title_comes_from_its_information_dictionary(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "titled.pdf", PAGES, title="  Quarterly\n  Report\t2024 ")
+    doc = read(path)
+    assert doc.title == "Quarterly Report 2024"
+    assert doc.text.startswith("Alpha apple orchard.")
+
+
+def test_pdf_title_in_any_script_is_decoded(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "unicode.pdf", PAGES, title="Überblick — 東京 ✓")
+    assert read(path).title == "Überblick — 東京 ✓"
+
+
+def test_pdf_with_the_placeholder_title_has_none(tmp_path: Path) -> None:
+    """reportlab, like many tools, writes "untitled" when the author gave no title."""
+    assert read(make_pdf(tmp_path / "plain.pdf", PAGES)).title == ""
+
+
+def test_pdf_without_an_information_dictionary_has_no_title(tmp_path: Path) -> None:
+    doc = read(make_pdf_without_info(tmp_path / "bare.pdf", PAGES))
+    assert doc.title == ""
+    assert "orchard" in doc.text and len(doc.page_starts) == 3
+
+
+def test_long_title_is_cut_to_200_characters(tmp_path: Path) -> None:
+    title = " ".join(f"word{i}" for i in range(100))
+    got = read(make_pdf(tmp_path / "long.pdf", PAGES, title=title)).title
+    assert 190 <= len(got) <= 200
+    assert title.startswith(got) and not got.endswith(" ")
+
+
+def test_docx_title_comes_from_its_core_properties(tmp_path: Path) -> None:
+    path = make_docx(tmp_path / "minutes.docx", ["Body text."], title=" Board\nMinutes  ")
+    doc = read(path)
+    assert (doc.text, doc.title) == ("Body text.", "Board Minutes")
+
+
+def test_docx_without_a_title_has_none(tmp_path: Path) -> None:
+    assert read(make_docx(tmp_path / "plain.docx", ["Body text."])).title == ""
+
+
+def test_docx_without_core_properties_has_no_title(tmp_path: Path) -> None:
+    """python-docx would invent the title "Word Document" for such a package."""
+    path = make_bare_docx(tmp_path / "bare.docx", "<w:p><w:r><w:t>Bare body.</w:t></w:r></w:p>")
+    doc = read(path)
+    assert (doc.text, doc.title) == ("Bare body.", "")
+
+
+def test_text_files_have_no_title(tmp_path: Path) -> None:
+    assert read(make_text(tmp_path / "notes.md", "# A heading is not a title\n")).title == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  Annual\r\n Report\t2024  ", "Annual Report 2024"),
+        ("Tab\x00le of\x07 Contents", "Table of Contents"),
+        ("Untitled", ""),
+        ("untitled document", ""),
+        ("No Title", ""),
+        ("   ", ""),
+        ("- - -", ""),
+        (None, ""),
+        (42, ""),
+        ("x" * 300, "x" * 200),
+    ],
+)
+def test_clean_title(raw: object, expected: str) -> None:
+    assert clean_title(raw) == expected

@@ -42,13 +42,22 @@ _MAX_CONTROL_FRACTION = 0.10
 _MAX_REPLACEMENT_FRACTION = 0.10
 _PREFERRED_LEGACY = ("cp1252", "latin_1", "iso8859_15")
 
+# Document titles from metadata.
+TITLE_MAX_CHARS = 200
+_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title"})
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """Extracted text; ``page_starts[i]`` is the offset where page i+1 begins (PDF only)."""
+    """Extracted text; ``page_starts[i]`` is the offset where page i+1 begins (PDF only).
+
+    ``title`` is the document's own title from its metadata (PDF ``Title``, DOCX core
+    property), cleaned by ``clean_title``; "" when it has none worth showing.
+    """
 
     text: str
     page_starts: tuple[int, ...] = ()
+    title: str = ""
 
 
 # --------------------------------------------------------------------------- normalizing
@@ -68,6 +77,20 @@ def normalize_text(text: str) -> str:
     text = _NEWLINE_RE.sub("\n", text).replace("\f", "\n\n")
     text = _CONTROL_RE.sub("", text)
     return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def clean_title(raw: object) -> str:
+    """A metadata title fit to show: one line, whitespace collapsed, at most 200 characters.
+
+    "" when ``raw`` is not a string, has no letter or digit, or is a placeholder a tool
+    writes when the author gave none ("untitled").
+    """
+    if not isinstance(raw, str):
+        return ""
+    title = " ".join(normalize_text(raw).split())
+    if not any(ch.isalnum() for ch in title) or title.casefold() in _PLACEHOLDER_TITLES:
+        return ""
+    return title[:TITLE_MAX_CHARS].rstrip()
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
@@ -279,11 +302,12 @@ def read_pdf(
         pdf = _open_pdf(stream)
         try:
             texts = _extract_pages(pdf, path, time_budget, max_pages)
+            title = _pdf_title(pdf, path)
         finally:
             pdf.close()
     if not any(texts):
         raise ReadError("no extractable text (scanned PDF without a text layer?)")
-    return _join_pages(texts)
+    return _join_pages(texts, title)
 
 
 def _open_pdf(stream: BinaryIO) -> Any:
@@ -342,13 +366,23 @@ def _page_text(pdf: Any, index: int, path: Path) -> str:
     return normalize_text(raw.replace("\ufffe", "-")).strip()
 
 
-def _join_pages(texts: list[str]) -> Document:
+def _pdf_title(pdf: Any, path: Path) -> str:
+    """The ``Title`` of the document information dictionary, cleaned; "" if unreadable."""
+    try:
+        raw = pdf.get_metadata_value("Title")
+    except Exception as e:  # the title is a nicety: never lose the text over it
+        logger.warning("%s: title could not be read: %s", path, _short(e))
+        return ""
+    return clean_title(raw)
+
+
+def _join_pages(texts: list[str], title: str) -> Document:
     starts: list[int] = []
     offset = 0
     for text in texts:
         starts.append(offset)
         offset += len(text) + 2
-    return Document("\n\n".join(texts), tuple(starts))
+    return Document("\n\n".join(texts), tuple(starts), title)
 
 
 # --------------------------------------------------------------------------- DOCX
@@ -381,7 +415,28 @@ def read_docx(
     except Exception as e:  # python-docx / lxml raise many types for malformed packages
         raise ReadError(f"not a valid DOCX: {_short(e)}") from e
     blocks = (block for block in _block_texts(document.element.body) if block.strip())
-    return Document(normalize_text("\n\n".join(blocks)))
+    return Document(normalize_text("\n\n".join(blocks)), title=_docx_title(document, path))
+
+
+def _docx_title(document: Any, path: Path) -> str:
+    """The core properties' title, cleaned; "" when the package has no core properties.
+
+    python-docx invents core properties titled "Word Document" for a package without
+    them, so their presence is checked first.
+    """
+    from docx.opc.constants import RELATIONSHIP_TYPE
+
+    package = document.part.package
+    try:
+        package.part_related_by(RELATIONSHIP_TYPE.CORE_PROPERTIES)
+    except KeyError:
+        return ""
+    try:
+        raw = package.core_properties.title
+    except Exception as e:  # the title is a nicety: never lose the text over it
+        logger.warning("%s: title could not be read: %s", path, _short(e))
+        return ""
+    return clean_title(raw)
 
 
 def check_docx_archive(

@@ -23,13 +23,18 @@ _PAGE_MAX_LINES = 55
 # --------------------------------------------------------------------------- PDF
 
 
-def pdf_bytes(pages: Sequence[str]) -> bytes:
-    """A PDF with one page per string, each line drawn as real (extractable) text."""
+def pdf_bytes(pages: Sequence[str], *, title: str = "untitled") -> bytes:
+    """A PDF with one page per string, each line drawn as real (extractable) text.
+
+    ``title`` goes into the document information dictionary; the default is what
+    reportlab writes when none is set.
+    """
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
     buf = io.BytesIO()
     pdf = canvas.Canvas(buf, pagesize=A4, invariant=True)
+    pdf.setTitle(title)
     for page in pages:
         lines = [
             wrapped
@@ -48,9 +53,20 @@ def pdf_bytes(pages: Sequence[str]) -> bytes:
     return buf.getvalue()
 
 
-def make_pdf(path: Path, pages: Sequence[str]) -> Path:
-    """A text PDF with one page per entry of ``pages``."""
-    return _write(path, pdf_bytes(pages))
+def make_pdf(path: Path, pages: Sequence[str], *, title: str = "untitled") -> Path:
+    """A text PDF with one page per entry of ``pages``, titled ``title`` in its metadata."""
+    return _write(path, pdf_bytes(pages, title=title))
+
+
+def make_pdf_without_info(path: Path, pages: Sequence[str]) -> Path:
+    """A text PDF with no document information dictionary at all (so no title)."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes(pages))))
+    writer.metadata = None
+    out = io.BytesIO()
+    writer.write(out)
+    return _write(path, out.getvalue())
 
 
 def make_image_only_pdf(path: Path, pages: int = 1) -> Path:
@@ -136,12 +152,13 @@ class Table:
 Block = str | Heading | Paragraph | Table  # a plain string is a paragraph ("" = empty one)
 
 
-def make_docx(path: Path, blocks: Sequence[Block]) -> Path:
-    """A DOCX whose body holds ``blocks`` in order."""
+def make_docx(path: Path, blocks: Sequence[Block], *, title: str = "") -> Path:
+    """A DOCX whose body holds ``blocks`` in order; ``title`` is its core-properties title."""
     import docx
     from docx.shared import Inches
 
     document = docx.Document()
+    document.core_properties.title = title
     for block in blocks:
         if isinstance(block, Heading):
             document.add_heading(block.text, level=block.level)
@@ -208,6 +225,24 @@ def make_zip_bomb_docx(path: Path, expanded_bytes: int = 300 * MIB) -> Path:
     return path
 
 
+def make_bare_docx(path: Path, body_xml: str) -> Path:
+    """A minimal DOCX package: content types, relationships and ``word/document.xml``
+    whose ``w:body`` holds ``body_xml``; no core properties (``docProps/core.xml``)."""
+    document = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"<w:body>{body_xml}</w:body></w:document>"
+    )
+    return make_zip(
+        path,
+        {
+            "[Content_Types].xml": _CONTENT_TYPES,
+            "_rels/.rels": _ROOT_RELS,
+            "word/document.xml": document,
+        },
+    )
+
+
 def make_zip(path: Path, members: dict[str, bytes | str]) -> Path:
     """A zip archive (e.g. a damaged ``.docx``) with exactly ``members``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,11 +276,13 @@ __all__ = [
     "Heading",
     "Paragraph",
     "Table",
+    "make_bare_docx",
     "make_docx",
     "make_encrypted_pdf",
     "make_garbage_file",
     "make_image_only_pdf",
     "make_pdf",
+    "make_pdf_without_info",
     "make_text",
     "make_truncated_pdf",
     "make_zip",

@@ -149,7 +149,7 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
 def test_importing_the_server_loads_no_heavy_library() -> None:
     code = (
         "import sys, micro_rag_mcp.main, micro_rag_mcp.server, micro_rag_mcp.engine;"
-        "heavy = {'faiss', 'onnxruntime', 'onnx', 'pypdf', 'docx', 'tokenizers'};"
+        "heavy = {'faiss', 'onnxruntime', 'onnx', 'pypdfium2', 'pypdf', 'docx', 'tokenizers'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

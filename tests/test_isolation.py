@@ -13,7 +13,7 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import read_document
 from tests.conftest import make_settings
-from tests.docfactory import make_pdf
+from tests.docfactory import make_docx, make_pdf
 from tests.fakes import FakeEmbedder
 
 
@@ -21,6 +21,14 @@ def test_isolated_read_gives_the_same_document_as_reading_in_process(tmp_path: P
     pdf = make_pdf(tmp_path / "p.pdf", ["First page words.", "Second page words."])
     with IsolatedReader(tmp_path, timeout_s=60) as reader:
         assert reader.read(pdf, max_bytes=10**7) == read_document(pdf, max_bytes=10**7)
+
+
+def test_the_document_title_crosses_the_process_boundary(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "t.pdf", ["Some words."], title="Field Notes")
+    docx = make_docx(tmp_path / "t.docx", ["Some words."], title="Board Minutes")
+    with IsolatedReader(tmp_path, timeout_s=60) as reader:
+        assert reader.read(pdf, max_bytes=10**7).title == "Field Notes"
+        assert reader.read(docx, max_bytes=10**7).title == "Board Minutes"
 
 
 def test_a_read_over_the_time_limit_is_killed_and_the_next_file_is_read(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers import (
     READERS,
     Document,
+    clean_title,
     normalize_text,
     read_document,
     read_docx,
@@ -27,11 +28,13 @@ from tests.docfactory import (
     Heading,
     Paragraph,
     Table,
+    make_bare_docx,
     make_docx,
     make_encrypted_pdf,
     make_garbage_file,
     make_image_only_pdf,
     make_pdf,
+    make_pdf_without_info,
     make_text,
     make_truncated_pdf,
     make_zip,
@@ -98,7 +101,8 @@ def test_file_at_the_size_limit_is_read(tmp_path: Path) -> None:
 def test_heavy_libraries_are_not_imported_with_the_module() -> None:
     code = (
         "import sys, micro_rag_mcp.readers\n"
-        "print(sorted(m for m in ('pypdf', 'docx', 'charset_normalizer') if m in sys.modules))"
+        "heavy = ('pypdfium2', 'pypdf', 'docx', 'charset_normalizer')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -222,8 +226,8 @@ def test_pdf_needing_a_password_is_refused(tmp_path: Path, algorithm: str) -> No
     assert refusal(path) == "encrypted PDF (needs a password)"
 
 
-def test_aes_pdf_without_cryptography_gives_a_clear_reason(tmp_path: Path) -> None:
-    """pypdf needs `cryptography` for AES; without it the reason must say so."""
+def test_aes_pdf_is_read_without_the_cryptography_package(tmp_path: Path) -> None:
+    """pdfium decrypts AES itself; no optional Python package is needed to read it."""
     files = [
         make_encrypted_pdf(tmp_path / f"{alg}.pdf", "", algorithm=alg)
         for alg in ("AES-128", "AES-256")
@@ -232,14 +236,13 @@ def test_aes_pdf_without_cryptography_gives_a_clear_reason(tmp_path: Path) -> No
         """
         import sys
         sys.modules["cryptography"] = None  # makes `import cryptography` fail
-        sys.modules["Crypto"] = None        # and pycryptodome, pypdf's other provider
+        sys.modules["Crypto"] = None        # and pycryptodome
         from pathlib import Path
         from micro_rag_mcp.errors import ReadError
         from micro_rag_mcp.readers import read_document
         for name in sys.argv[1:]:
             try:
-                read_document(Path(name), max_bytes=10**8)
-                print("read")
+                print(read_document(Path(name), max_bytes=10**8).text)
             except ReadError as e:
                 print(e)
         """
@@ -252,9 +255,7 @@ def test_aes_pdf_without_cryptography_gives_a_clear_reason(tmp_path: Path) -> No
         check=True,
         env=env,
     )
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2
-    assert all("'cryptography' package is required" in line for line in lines)
+    assert result.stdout.splitlines() == ["Confidential quarterly figures."] * 2
 
 
 def test_image_only_pdf_has_no_extractable_text(tmp_path: Path) -> None:
@@ -280,18 +281,18 @@ def test_empty_pdf_file_is_refused(tmp_path: Path) -> None:
 def test_failing_page_is_logged_and_left_empty(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from pypdf import PageObject
+    from pypdfium2 import PdfTextPage
 
-    real = PageObject.extract_text
+    real = PdfTextPage.get_text_range
     calls: list[int] = []
 
-    def flaky(self: PageObject, *args: object, **kwargs: object) -> str:
+    def flaky(self: PdfTextPage, *args: object, **kwargs: object) -> str:
         calls.append(1)
         if len(calls) == 2:
             raise ValueError("bad content stream")
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+        return str(real(self, *args, **kwargs))
 
-    monkeypatch.setattr(PageObject, "extract_text", flaky)
+    monkeypatch.setattr(PdfTextPage, "get_text_range", flaky)
     path = make_pdf(tmp_path / "flaky.pdf", PAGES)
     with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.readers"):
         doc = read(path)
@@ -322,6 +323,27 @@ def test_pdf_extraction_stops_when_the_time_budget_is_spent(
     assert doc.page_starts == (0,)
     assert "orchard" in doc.text and "banana" not in doc.text
     assert any("time budget" in r.getMessage() for r in caplog.records)
+
+
+def test_pdf_line_end_hyphen_stays_a_hyphen(tmp_path: Path) -> None:
+    """pdfium reports a hyphen it takes for a word break as U+FFFE; the text shows "-"."""
+    path = make_pdf(tmp_path / "hyphen.pdf", ["Figures that give infor-\nmation on pre-tax gains."])
+    text = read(path).text
+    assert "\ufffe" not in text
+    assert "infor-" in text and "pre-tax" in text
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_pdf_is_read_through_its_descriptor_even_after_its_name_is_gone(tmp_path: Path) -> None:
+    """The isolated reader reads what it opened, as /proc/self/fd/N: never by name again."""
+    path = make_pdf(tmp_path / "opened.pdf", PAGES)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        path.unlink()
+        doc = read_document(Path(f"/proc/self/fd/{fd}"), max_bytes=LIMIT, suffix=".pdf")
+    finally:
+        os.close(fd)
+    assert "orchard" in doc.text and len(doc.page_starts) == 3
 
 
 # --------------------------------------------------------------------------- DOCX
@@ -403,3 +425,76 @@ def test_expanded_size_limit_applies_to_ordinary_docx(tmp_path: Path) -> None:
     assert read(path).text == "hello"
     with pytest.raises(ReadError, match="over the 1000 bytes limit"):
         read_docx(path, max_expanded_bytes=1000)
+
+
+# --------------------------------------------------------------------------- titles
+
+
+def test_pdf_title_comes_from_its_information_dictionary(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "titled.pdf", PAGES, title="  Quarterly\n  Report\t2024 ")
+    doc = read(path)
+    assert doc.title == "Quarterly Report 2024"
+    assert doc.text.startswith("Alpha apple orchard.")
+
+
+def test_pdf_title_in_any_script_is_decoded(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "unicode.pdf", PAGES, title="Überblick — 東京 ✓")
+    assert read(path).title == "Überblick — 東京 ✓"
+
+
+def test_pdf_with_the_placeholder_title_has_none(tmp_path: Path) -> None:
+    """reportlab, like many tools, writes "untitled" when the author gave no title."""
+    assert read(make_pdf(tmp_path / "plain.pdf", PAGES)).title == ""
+
+
+def test_pdf_without_an_information_dictionary_has_no_title(tmp_path: Path) -> None:
+    doc = read(make_pdf_without_info(tmp_path / "bare.pdf", PAGES))
+    assert doc.title == ""
+    assert "orchard" in doc.text and len(doc.page_starts) == 3
+
+
+def test_long_title_is_cut_to_200_characters(tmp_path: Path) -> None:
+    title = " ".join(f"word{i}" for i in range(100))
+    got = read(make_pdf(tmp_path / "long.pdf", PAGES, title=title)).title
+    assert 190 <= len(got) <= 200
+    assert title.startswith(got) and not got.endswith(" ")
+
+
+def test_docx_title_comes_from_its_core_properties(tmp_path: Path) -> None:
+    path = make_docx(tmp_path / "minutes.docx", ["Body text."], title=" Board\nMinutes  ")
+    doc = read(path)
+    assert (doc.text, doc.title) == ("Body text.", "Board Minutes")
+
+
+def test_docx_without_a_title_has_none(tmp_path: Path) -> None:
+    assert read(make_docx(tmp_path / "plain.docx", ["Body text."])).title == ""
+
+
+def test_docx_without_core_properties_has_no_title(tmp_path: Path) -> None:
+    """python-docx would invent the title "Word Document" for such a package."""
+    path = make_bare_docx(tmp_path / "bare.docx", "<w:p><w:r><w:t>Bare body.</w:t></w:r></w:p>")
+    doc = read(path)
+    assert (doc.text, doc.title) == ("Bare body.", "")
+
+
+def test_text_files_have_no_title(tmp_path: Path) -> None:
+    assert read(make_text(tmp_path / "notes.md", "# A heading is not a title\n")).title == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  Annual\r\n Report\t2024  ", "Annual Report 2024"),
+        ("Tab\x00le of\x07 Contents", "Table of Contents"),
+        ("Untitled", ""),
+        ("untitled document", ""),
+        ("No Title", ""),
+        ("   ", ""),
+        ("- - -", ""),
+        (None, ""),
+        (42, ""),
+        ("x" * 300, "x" * 200),
+    ],
+)
+def test_clean_title(raw: object, expected: str) -> None:
+    assert clean_title(raw) == expected

@@ -51,7 +51,7 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
         path, max_bytes, root = request
         try:
             doc = _read_inside(Path(path), max_bytes, Path(root))
-            conn.send(("ok", doc.text, doc.page_starts))
+            conn.send(("ok", doc.text, doc.page_starts, doc.title))
         except ReadError as e:
             conn.send(("error", str(e), e.transient or isinstance(e.__cause__, OSError)))
         except MemoryError:
@@ -116,7 +116,7 @@ class IsolatedReader:
                 f"the reader process died on this file (exit code {code})", transient=True
             ) from e
         if answer[0] == "ok":
-            return Document(answer[1], tuple(answer[2]))
+            return Document(answer[1], tuple(answer[2]), answer[3])
         raise ReadError(answer[1], transient=answer[2])
 
     def _connection(self) -> Connection:
@@ -169,5 +169,4 @@ if __name__ == "__main__":
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s",
     )
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

@@ -133,8 +133,6 @@ def configure_logging(verbosity: int) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logger.setLevel(level)
-    # pypdf reports every font quirk of every page; only its errors are worth a line.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

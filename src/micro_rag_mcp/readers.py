@@ -15,9 +15,10 @@ import stat
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from micro_rag_mcp.errors import ReadError
 
@@ -41,15 +42,22 @@ _MAX_CONTROL_FRACTION = 0.10
 _MAX_REPLACEMENT_FRACTION = 0.10
 _PREFERRED_LEGACY = ("cp1252", "latin_1", "iso8859_15")
 
-_AES_REASON = "encrypted PDF uses AES; the 'cryptography' package is required to read it"
+# Document titles from metadata.
+TITLE_MAX_CHARS = 200
+_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title"})
 
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """Extracted text; ``page_starts[i]`` is the offset where page i+1 begins (PDF only)."""
+    """Extracted text; ``page_starts[i]`` is the offset where page i+1 begins (PDF only).
+
+    ``title`` is the document's own title from its metadata (PDF ``Title``, DOCX core
+    property), cleaned by ``clean_title``; "" when it has none worth showing.
+    """
 
     text: str
     page_starts: tuple[int, ...] = ()
+    title: str = ""
 
 
 # --------------------------------------------------------------------------- normalizing
@@ -69,6 +77,20 @@ def normalize_text(text: str) -> str:
     text = _NEWLINE_RE.sub("\n", text).replace("\f", "\n\n")
     text = _CONTROL_RE.sub("", text)
     return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def clean_title(raw: object) -> str:
+    """A metadata title fit to show: one line, whitespace collapsed, at most 200 characters.
+
+    "" when ``raw`` is not a string, has no letter or digit, or is a placeholder a tool
+    writes when the author gave none ("untitled").
+    """
+    if not isinstance(raw, str):
+        return ""
+    title = " ".join(normalize_text(raw).split())
+    if not any(ch.isalnum() for ch in title) or title.casefold() in _PLACEHOLDER_TITLES:
+        return ""
+    return title[:TITLE_MAX_CHARS].rstrip()
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
@@ -272,44 +294,43 @@ def read_pdf(
 
     A page that fails is logged and left empty. Extraction stops (with a warning) after
     ``max_pages`` pages or once ``time_budget`` seconds have passed; the budget is checked
-    between pages, so a single pathological page can still take long.
+    between pages, so a single pathological page can still take long. The file is read
+    through one open stream, never reopened by name (``path`` may be a descriptor's
+    ``/proc/self/fd/N``).
     """
-    from pypdf.errors import DependencyError
-
-    try:
-        reader = _open_pdf(path)
-        texts = _extract_pages(reader, path, time_budget, max_pages)
-    except DependencyError as e:
-        raise ReadError(_AES_REASON) from e
+    with open(path, "rb") as stream:
+        pdf = _open_pdf(stream)
+        try:
+            texts = _extract_pages(pdf, path, time_budget, max_pages)
+            title = _pdf_title(pdf, path)
+        finally:
+            pdf.close()
     if not any(texts):
         raise ReadError("no extractable text (scanned PDF without a text layer?)")
-    return _join_pages(texts)
+    return _join_pages(texts, title)
 
 
-def _open_pdf(path: Path) -> Any:
-    """Open and, if needed, decrypt with the empty password."""
-    from pypdf import PasswordType, PdfReader
-    from pypdf.errors import DependencyError, PdfReadError
+def _open_pdf(stream: BinaryIO) -> Any:
+    """Open with pdfium, which tries the empty password on an encrypted file by itself."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
 
     try:
-        reader = PdfReader(path)
-    except (OSError, DependencyError):
-        raise
-    except PdfReadError as e:
-        raise ReadError(f"corrupt or unsupported PDF: {_short(e)}") from e
-    except Exception as e:  # pypdf's parser raises assorted types on damaged files
-        raise ReadError(f"corrupt PDF: {_short(e)}") from e
-    if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
-        raise ReadError("encrypted PDF (needs a password)")
-    return reader
+        return pdfium.PdfDocument(stream)
+    except pdfium.PdfiumError as e:
+        if e.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+            raise ReadError("encrypted PDF (needs a password)") from e
+        reasons = {
+            pdfium_c.FPDF_ERR_SUCCESS: "no pages",
+            pdfium_c.FPDF_ERR_FORMAT: "damaged or not a PDF",
+            pdfium_c.FPDF_ERR_SECURITY: "unsupported encryption",
+        }
+        raise ReadError(f"corrupt or unsupported PDF: {reasons.get(e.err_code, _short(e))}") from e
 
 
-def _extract_pages(reader: Any, path: Path, time_budget: float, max_pages: int) -> list[str]:
+def _extract_pages(pdf: Any, path: Path, time_budget: float, max_pages: int) -> list[str]:
     """Normalized, stripped text of each page, within the page and time bounds."""
-    try:
-        count = len(reader.pages)
-    except Exception as e:  # a broken page tree can fail in many ways
-        raise ReadError(f"corrupt PDF (page tree): {_short(e)}") from e
+    count = len(pdf)
     if count > max_pages:
         logger.warning("%s: %d pages, extracting only the first %d", path, count, max_pages)
         count = max_pages
@@ -325,31 +346,43 @@ def _extract_pages(reader: Any, path: Path, time_budget: float, max_pages: int) 
                 time_budget,
             )
             break
-        texts.append(_page_text(reader, index, path))
+        texts.append(_page_text(pdf, index, path))
     return texts
 
 
-def _page_text(reader: Any, index: int, path: Path) -> str:
-    """Text of one page, or "" (with a warning) when that page cannot be extracted."""
-    from pypdf.errors import DependencyError
+def _page_text(pdf: Any, index: int, path: Path) -> str:
+    """Text of one page, or "" (with a warning) when that page cannot be extracted.
 
+    pdfium ends lines with ``\\r\\n`` (normalized to ``\\n``) and writes a hyphen it
+    takes for a line-end word break as U+FFFE, joining the two lines; it becomes ``-``
+    again, as printed, since it is as often part of a compound ("pre-tax") as a break.
+    """
     try:
-        raw = reader.pages[index].extract_text()
-    except DependencyError:
-        raise
+        with closing(pdf[index]) as page, closing(page.get_textpage()) as textpage:
+            raw = str(textpage.get_text_range())
     except Exception as e:  # one bad page must not lose the whole document
         logger.warning("%s: page %d could not be extracted: %s", path, index + 1, _short(e))
         return ""
-    return normalize_text(raw or "").strip()
+    return normalize_text(raw.replace("\ufffe", "-")).strip()
 
 
-def _join_pages(texts: list[str]) -> Document:
+def _pdf_title(pdf: Any, path: Path) -> str:
+    """The ``Title`` of the document information dictionary, cleaned; "" if unreadable."""
+    try:
+        raw = pdf.get_metadata_value("Title")
+    except Exception as e:  # the title is a nicety: never lose the text over it
+        logger.warning("%s: title could not be read: %s", path, _short(e))
+        return ""
+    return clean_title(raw)
+
+
+def _join_pages(texts: list[str], title: str) -> Document:
     starts: list[int] = []
     offset = 0
     for text in texts:
         starts.append(offset)
         offset += len(text) + 2
-    return Document("\n\n".join(texts), tuple(starts))
+    return Document("\n\n".join(texts), tuple(starts), title)
 
 
 # --------------------------------------------------------------------------- DOCX
@@ -382,7 +415,28 @@ def read_docx(
     except Exception as e:  # python-docx / lxml raise many types for malformed packages
         raise ReadError(f"not a valid DOCX: {_short(e)}") from e
     blocks = (block for block in _block_texts(document.element.body) if block.strip())
-    return Document(normalize_text("\n\n".join(blocks)))
+    return Document(normalize_text("\n\n".join(blocks)), title=_docx_title(document, path))
+
+
+def _docx_title(document: Any, path: Path) -> str:
+    """The core properties' title, cleaned; "" when the package has no core properties.
+
+    python-docx invents core properties titled "Word Document" for a package without
+    them, so their presence is checked first.
+    """
+    from docx.opc.constants import RELATIONSHIP_TYPE
+
+    package = document.part.package
+    try:
+        package.part_related_by(RELATIONSHIP_TYPE.CORE_PROPERTIES)
+    except KeyError:
+        return ""
+    try:
+        raw = package.core_properties.title
+    except Exception as e:  # the title is a nicety: never lose the text over it
+        logger.warning("%s: title could not be read: %s", path, _short(e))
+        return ""
+    return clean_title(raw)
 
 
 def check_docx_archive(

@@ -272,3 +272,17 @@ def test_document_title_is_the_file_name_and_its_metadata_title() -> None:
 def test_chunks_are_embedded_under_their_file_title() -> None:
     assert embedding_text("q3 sales report", "Revenue rose.") == "q3 sales report\nRevenue rose."
     assert embedding_text("", "Revenue rose.") == "Revenue rose."
+
+
+def test_a_pdf_is_found_by_the_title_in_its_metadata(engine: Engine, data: Path) -> None:
+    from tests.docfactory import make_pdf
+
+    make_pdf(data / "2023 Q1 ZNZB.pdf", ["Revenue rose.", "Costs fell."], title="Zanzibar Ltd")
+    write(data / "other.txt", "Revenue rose and costs fell at another company.")
+    engine.reindex()
+    hits = engine.search("Zanzibar revenue", top_k=3, score_threshold=0.0).hits
+    assert hits[0].chunk.path == "2023 Q1 ZNZB.pdf" and "keyword" in hits[0].channels
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    titles = {r[0] for r in conn.execute("SELECT DISTINCT title FROM chunks")}
+    conn.close()
+    assert titles == {"2023 Q1 ZNZB — Zanzibar Ltd", "other"}

@@ -182,7 +182,7 @@ def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[N
     """
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
-    title = document_title(path)
+    title = document_title(path, doc.title)
     locate = Locator(doc.text, doc.page_starts)
     bounds = list(doc.page_starts) or [0]
     segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)

@@ -212,6 +212,40 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
     assert updates[-1][0] == updates[-1][1]
 
 
+@pytest.mark.parametrize(
+    ("glob", "notice"),
+    [
+        (
+            "nomatch/**",
+            'path_glob "nomatch/**" matches no .txt, .md, .pdf or .docx file in the data '
+            "folder; nothing was read or removed",
+        ),
+        (
+            "[unclosed",
+            'path_glob "[unclosed" matches no .txt, .md, .pdf or .docx file in the data '
+            'folder; nothing was read or removed (a "[" without a closing "]" matches itself)',
+        ),
+    ],
+)
+def test_a_glob_that_matches_no_file_says_so(data: Path, glob: str, notice: str) -> None:
+    (data / "notes").mkdir()
+    (data / "notes" / "a.txt").write_text("alpha")
+
+    async def check(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("reindex", {"path_glob": glob}),
+            await client.call_tool("reindex", {"path_glob": "notes/**", "force": True}),
+            await client.call_tool("reindex", {}),
+        ]
+
+    empty, matching, whole = (r.structured_content for r in run(check, data))
+    assert empty["notices"] == [notice]
+    counts = ["files_added", "files_updated", "files_removed", "files_unchanged"]
+    assert [empty[c] for c in counts] == [0, 0, 0, 0] and empty["files_failed"] == []
+    assert matching["files_updated"] == 1 and matching["notices"] == []
+    assert whole["files_unchanged"] == 1 and whole["notices"] == []
+
+
 def test_reindex_refuses_a_glob_leaving_the_folder(data: Path) -> None:
     async def check(client: Client) -> Any:
         return await client.call_tool("reindex", {"path_glob": "../*"})

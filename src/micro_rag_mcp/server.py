@@ -7,8 +7,9 @@ its background start-up (model load, reconcile, incremental reindex) begins.
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -90,6 +91,9 @@ class ReindexResult(BaseModel):
     chunks_total: int
     chunks_embedded: int
     elapsed_ms: int
+    notices: list[str] = Field(
+        description="What the counts alone do not say, such as a path_glob that matched no file."
+    )
 
 
 def _status(state: IndexState) -> IndexStatus:
@@ -132,7 +136,9 @@ def search_result(outcome: SearchOutcome) -> SearchResult:
     )
 
 
-def reindex_result(report: ReindexReport) -> ReindexResult:
+def reindex_result(
+    report: ReindexReport, path_glob: str | None = None, exts: Sequence[str] = ()
+) -> ReindexResult:
     return ReindexResult(
         files_added=report.files_added,
         files_updated=report.files_updated,
@@ -142,7 +148,25 @@ def reindex_result(report: ReindexReport) -> ReindexResult:
         chunks_total=report.chunks_total,
         chunks_embedded=report.chunks_embedded,
         elapsed_ms=report.elapsed_ms,
+        notices=_reindex_notices(report, path_glob, exts),
     )
+
+
+def _reindex_notices(
+    report: ReindexReport, path_glob: str | None, exts: Sequence[str]
+) -> list[str]:
+    """An empty scope is a legitimate answer, but one a caller should not have to infer."""
+    seen = report.files_added + report.files_updated + report.files_removed
+    if path_glob is None or seen + report.files_unchanged or report.files_failed:
+        return []
+    kinds = f"{', '.join(exts[:-1])} or {exts[-1]}" if len(exts) > 1 else "".join(exts)
+    notice = (
+        f"path_glob {shown(path_glob)} matches no {kinds + ' ' if kinds else ''}file in the "
+        "data folder; nothing was read or removed"
+    )
+    if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):
+        notice += ' (a "[" without a closing "]" matches itself)'
+    return [notice]
 
 
 SEARCH_DESCRIPTION = (
@@ -287,7 +311,7 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
             )
         except Exception as e:
             raise _tool_error(e) from e
-        return reindex_result(report)
+        return reindex_result(report, path_glob, settings.exts)
 
     tools = [
         StrictTool.from_function(

@@ -146,6 +146,35 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
     assert bad_index.returncode == 2 and "--index-folder" in bad_index.stderr
 
 
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--exts", ".txt,.exe"], "--exts"),
+        (["--chunk-size", "10"], "--chunk-size"),
+        (["--chunk-overlap", "900"], "--chunk-overlap"),
+        (["--max-file-size", "0"], "--max-file-size"),
+        (["--title", " "], "--title"),
+    ],
+)
+def test_a_rejected_flag_changes_nothing_on_disk(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    data = tmp_path / "docs"
+    data.mkdir()
+    elsewhere = tmp_path / "elsewhere" / "idx"
+    for index_flags in ([], ["--index-folder", str(elsewhere)]):
+        out = subprocess.run(
+            [sys.executable, "-m", "micro_rag_mcp", "--data-folder", str(data)]
+            + ["--title", "t", "--inst", "i", *index_flags, *flags],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2 and out.stdout == ""
+        assert len(out.stderr.strip().splitlines()) == 1 and named in out.stderr, out.stderr
+        assert sorted(tmp_path.rglob("*")) == [data], "a rejected start created folders"
+
+
 def test_importing_the_server_loads_no_heavy_library() -> None:
     code = (
         "import sys, micro_rag_mcp.main, micro_rag_mcp.server, micro_rag_mcp.engine;"

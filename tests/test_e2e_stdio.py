@@ -107,6 +107,27 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
     anyio.run(main)
 
 
+def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> None:
+    data, home, tmp = tmp_path / "docs", tmp_path / "home", tmp_path / "tmp"
+    for folder in (data, home, tmp):
+        folder.mkdir()
+    (data / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sunlight.\n")
+    params = server_params(data)
+    # Caches and telemetry follow HOME (or XDG_*); libraries can be told off by ORT_*.
+    inherited = {k: v for k, v in (params.env or {}).items() if not k.startswith(("XDG_", "ORT_"))}
+    params.env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp)}
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await wait_idle(client)
+            assert await top_paths(client, "tomatoes and sunlight") == ["notes.md"]
+
+    anyio.run(main)
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
+    assert sorted(p.relative_to(tmp) for p in tmp.rglob("*")) == []
+    assert sorted(p.name for p in data.iterdir()) == ["index", "notes.md"]
+
+
 def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
     async def first() -> None:
         async with Client(server_params(mixed_folder)) as client:

@@ -30,3 +30,6 @@ def test_every_tool_parameter_and_result_field_is_documented() -> None:
     for model in (SearchHit, SearchResult, IndexStatus, ReindexResult, FailedFile):
         for field in model.model_fields:
             assert f"`{field}`" in tools, f"{model.__name__}.{field}"
+    reindex = tools.split("### `reindex`", 1)[1]
+    for field in ReindexResult.model_fields:
+        assert f"| `{field}` |" in reindex, f"ReindexResult.{field} has no row"

@@ -107,6 +107,27 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
     anyio.run(main)
 
 
+def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> None:
+    data, home, tmp = tmp_path / "docs", tmp_path / "home", tmp_path / "tmp"
+    for folder in (data, home, tmp):
+        folder.mkdir()
+    (data / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sunlight.\n")
+    params = server_params(data)
+    # Caches and telemetry follow HOME (or XDG_*); libraries can be told off by ORT_*.
+    inherited = {k: v for k, v in (params.env or {}).items() if not k.startswith(("XDG_", "ORT_"))}
+    params.env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp)}
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await wait_idle(client)
+            assert await top_paths(client, "tomatoes and sunlight") == ["notes.md"]
+
+    anyio.run(main)
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
+    assert sorted(p.relative_to(tmp) for p in tmp.rglob("*")) == []
+    assert sorted(p.name for p in data.iterdir()) == ["index", "notes.md"]
+
+
 def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
     async def first() -> None:
         async with Client(server_params(mixed_folder)) as client:
@@ -144,6 +165,35 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
     blocker.write_text("x")
     bad_index = run("--data-folder", str(tmp_path), "--index-folder", str(blocker / "idx"))
     assert bad_index.returncode == 2 and "--index-folder" in bad_index.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--exts", ".txt,.exe"], "--exts"),
+        (["--chunk-size", "10"], "--chunk-size"),
+        (["--chunk-overlap", "900"], "--chunk-overlap"),
+        (["--max-file-size", "0"], "--max-file-size"),
+        (["--title", " "], "--title"),
+    ],
+)
+def test_a_rejected_flag_changes_nothing_on_disk(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    data = tmp_path / "docs"
+    data.mkdir()
+    elsewhere = tmp_path / "elsewhere" / "idx"
+    for index_flags in ([], ["--index-folder", str(elsewhere)]):
+        out = subprocess.run(
+            [sys.executable, "-m", "micro_rag_mcp", "--data-folder", str(data)]
+            + ["--title", "t", "--inst", "i", *index_flags, *flags],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 2 and out.stdout == ""
+        assert len(out.stderr.strip().splitlines()) == 1 and named in out.stderr, out.stderr
+        assert sorted(tmp_path.rglob("*")) == [data], "a rejected start created folders"
 
 
 def test_importing_the_server_loads_no_heavy_library() -> None:

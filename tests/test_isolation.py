@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,33 @@ def test_a_read_over_the_time_limit_is_killed_and_the_next_file_is_read(tmp_path
         assert reader.read(text, max_bytes=10**7).text == "fine"
 
 
-def test_a_reader_that_dies_costs_one_file(tmp_path: Path) -> None:
+def test_a_reader_that_dies_costs_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = tmp_path / "ok.txt"
+    text.write_text("fine")
+    with IsolatedReader(tmp_path, timeout_s=60) as reader:
+        reader.read(text, max_bytes=10**7)
+        proc, conn = reader._proc, reader._conn
+        assert proc is not None and conn is not None
+        os.kill(proc.pid, signal.SIGSTOP)  # from here on it runs none of its own code
+
+        def send_then_die(request: object) -> None:
+            Connection.send(conn, request)
+            os.kill(proc.pid, signal.SIGKILL)  # dies holding the request, unanswered
+
+        monkeypatch.setattr(conn, "send", send_then_die)
+        with pytest.raises(ReadError, match="died"):
+            reader.read(text, max_bytes=10**7)
+        assert reader.read(text, max_bytes=10**7).text == "fine"
+
+
+def test_a_reader_that_died_between_files_is_replaced(tmp_path: Path) -> None:
     text = tmp_path / "ok.txt"
     text.write_text("fine")
     with IsolatedReader(tmp_path, timeout_s=60) as reader:
         reader.read(text, max_bytes=10**7)
         assert reader._proc is not None
-        os.kill(reader._proc.pid, signal.SIGKILL)
-        with pytest.raises(ReadError, match="died"):
-            reader.read(text, max_bytes=10**7)
+        reader._proc.kill()
+        reader._proc.wait()  # known dead before the next file is sent
         assert reader.read(text, max_bytes=10**7).text == "fine"
 
 

@@ -51,6 +51,9 @@ def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) 
         assert props["top_k"]["default"] == 5
         assert (props["score_threshold"]["minimum"], props["score_threshold"]["maximum"]) == (0, 1)
         assert tools["search"].input_schema["required"] == ["query"]
+        assert props["query"]["minLength"] == 1 and props["query"]["description"]
+        for tool in tools.values():
+            assert tool.input_schema["additionalProperties"] is False
         assert "results" in tools["search"].output_schema["properties"]  # type: ignore[index]
         assert tools["search"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert "files_failed" in tools["reindex"].output_schema["properties"]  # type: ignore[index]
@@ -91,6 +94,85 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
     assert needle in result.content[0].text
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "sentence"),
+    [
+        ("reindex", {"force": "yes"}, 'force must be a boolean (got "yes")'),
+        ("reindex", {"force": 1}, "force must be a boolean (got 1)"),
+        ("reindex", {"path_glob": 3}, "path_glob must be a string or null (got 3)"),
+        ("search", {"query": "x", "top_k": "3"}, 'top_k must be an integer (got "3")'),
+        ("search", {"query": "x", "top_k": True}, "top_k must be an integer (got true)"),
+        ("search", {"query": "x", "top_k": 2.5}, "top_k must be an integer (got 2.5)"),
+        ("search", {"query": "x", "top_k": 99}, "top_k must be between 1 and 50 (got 99)"),
+        ("search", {"query": "x", "top_k": 0}, "top_k must be between 1 and 50 (got 0)"),
+        (
+            "search",
+            {"query": "x", "score_threshold": "0.5"},
+            'score_threshold must be a number (got "0.5")',
+        ),
+        (
+            "search",
+            {"query": "x", "score_threshold": 1.5},
+            "score_threshold must be between 0 and 1 (got 1.5)",
+        ),
+        ("search", {"query": 7}, "query must be a string (got 7)"),
+        ("search", {"query": ""}, 'query must contain some text (got "")'),
+        ("search", {"query": "   "}, 'query must contain some text (got "   ")'),
+        ("search", {"top_k": 3}, "query is required"),
+        (
+            "search",
+            {"query": "x", "topk": 3},
+            'unknown argument "topk"; the parameters are query, top_k, score_threshold',
+        ),
+        (
+            "reindex",
+            {"glob": "*.md", "dry_run": True},
+            'unknown arguments "glob", "dry_run"; the parameters are force, path_glob',
+        ),
+    ],
+)
+def test_arguments_are_taken_exactly_as_the_schema_says_and_refused_in_one_sentence(
+    data: Path, tool: str, args: dict[str, Any], sentence: str
+) -> None:
+    async def check(client: Client) -> Any:
+        return await client.call_tool(tool, args)
+
+    result = run(check, data)
+    assert result.is_error
+    assert result.content[0].text == f"Error executing tool {tool}: {sentence}"
+
+
+def test_every_problem_with_the_arguments_is_one_line(data: Path) -> None:
+    async def check(client: Client) -> Any:
+        return await client.call_tool("search", {"query": "", "top_k": "9", "k": 1})
+
+    text = run(check, data).content[0].text
+    assert text.splitlines() == [
+        'Error executing tool search: query must contain some text (got "")',
+        'top_k must be an integer (got "9")',
+        'unknown argument "k"; the parameters are query, top_k, score_threshold',
+    ]
+
+
+def test_numbers_follow_json_and_strings_stay_strings(data: Path) -> None:
+    (data / "a.txt").write_text("alpha")
+
+    async def check(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("search", {"query": "alpha", "score_threshold": 0}),
+            await client.call_tool("search", {"query": "alpha", "top_k": 3.0}),
+            await client.call_tool("reindex", {"path_glob": "null", "force": True}),
+            await client.call_tool("reindex", {"path_glob": "[1]", "force": False}),
+        ]
+
+    by_int, integral_float, null_glob, json_like_glob = run(check, data)
+    assert [r["path"] for r in by_int.structured_content["results"]] == ["a.txt"]
+    assert not integral_float.is_error, integral_float.content
+    # A glob is a glob, even when it reads as JSON: "null" is not "no glob".
+    assert null_glob.structured_content["files_updated"] == 0, null_glob.structured_content
+    assert not json_like_glob.is_error, json_like_glob.content
+
+
 def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     (data / "zeppelin.md").write_text("# Airships\n\nThe Hindenburg burned at Lakehurst.\n")
     (data / "fruit.txt").write_text("Apples and pears.")
@@ -128,6 +210,40 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
     values = [u[0] for u in updates]
     assert values == sorted(values)
     assert updates[-1][0] == updates[-1][1]
+
+
+@pytest.mark.parametrize(
+    ("glob", "notice"),
+    [
+        (
+            "nomatch/**",
+            'path_glob "nomatch/**" matches no .txt, .md, .pdf or .docx file in the data '
+            "folder; nothing was read or removed",
+        ),
+        (
+            "[unclosed",
+            'path_glob "[unclosed" matches no .txt, .md, .pdf or .docx file in the data '
+            'folder; nothing was read or removed (a "[" without a closing "]" matches itself)',
+        ),
+    ],
+)
+def test_a_glob_that_matches_no_file_says_so(data: Path, glob: str, notice: str) -> None:
+    (data / "notes").mkdir()
+    (data / "notes" / "a.txt").write_text("alpha")
+
+    async def check(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("reindex", {"path_glob": glob}),
+            await client.call_tool("reindex", {"path_glob": "notes/**", "force": True}),
+            await client.call_tool("reindex", {}),
+        ]
+
+    empty, matching, whole = (r.structured_content for r in run(check, data))
+    assert empty["notices"] == [notice]
+    counts = ["files_added", "files_updated", "files_removed", "files_unchanged"]
+    assert [empty[c] for c in counts] == [0, 0, 0, 0] and empty["files_failed"] == []
+    assert matching["files_updated"] == 1 and matching["notices"] == []
+    assert whole["files_unchanged"] == 1 and whole["notices"] == []
 
 
 def test_reindex_refuses_a_glob_leaving_the_folder(data: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -12,6 +11,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from micro_rag_mcp.fsutil import lock_is_held, read_progress
 from tests.test_e2e_stdio import server_params, wait_idle
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
@@ -62,10 +62,13 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
                 busy = await reader.call_tool("reindex", {})
                 assert busy.is_error and "already running" in busy.content[0].text
 
-                holder = json.loads(lock.read_text())
-                os.kill(holder["pid"], signal.SIGKILL)  # the writer's window is closed hard
+                os.kill(await writer_pid(lock), signal.SIGKILL)  # its window is closed hard
+                deadline = time.monotonic() + 60
+                while lock_is_held(lock):  # until the kernel has ended the process
+                    assert time.monotonic() < deadline, "a killed writer kept its lock"
+                    await anyio.sleep(0.02)
 
-                report = await reader.call_tool("reindex", {})  # the lock is free at once
+                report = await reader.call_tool("reindex", {})  # the lock is free
                 assert not report.is_error, report.content
                 final = await wait_idle(reader)
                 assert final["files_indexed"] == 40
@@ -79,6 +82,15 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
     except BaseException as e:  # the killed writer's client may report a broken pipe
         if not _only_broken_pipes(e):
             raise
+
+
+async def writer_pid(lock: Path) -> int:
+    """The pid the running writer wrote in its lock's record."""
+    deadline = time.monotonic() + 60
+    while not (record := read_progress(lock)) or "pid" not in record:
+        assert time.monotonic() < deadline, f"no readable record in {lock}"
+        await anyio.sleep(0.02)
+    return int(record["pid"])
 
 
 def _only_broken_pipes(e: BaseException) -> bool:

@@ -13,6 +13,7 @@ import importlib.machinery
 import importlib.util
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -264,10 +265,26 @@ def _load_tokenizer(model_dir: Path) -> Tokenizer:
     return tokenizer
 
 
+def _silence_onnxruntime() -> None:
+    """Turn onnxruntime's telemetry off, before its first import.
+
+    On Linux, onnxruntime 1.32 writes a device id and an event store under
+    ``~/.cache/Microsoft/DeveloperTools/.onnxruntime`` as it is imported, and can send
+    usage events; this server promises no network and no file outside its index. The
+    variable is the only switch that acts before the import; the call also covers a
+    process that imported onnxruntime earlier.
+    """
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    import onnxruntime
+
+    onnxruntime.disable_telemetry_events()
+
+
 def _create_session(
     model_dir: Path, threads: int | None, quantize: bool = False
 ) -> onnxruntime.InferenceSession:
     """Build the ONNX graph from the safetensors weights and open a CPU session."""
+    _silence_onnxruntime()
     import onnxruntime as ort
     from safetensors.numpy import load_file
 

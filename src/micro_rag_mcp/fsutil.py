@@ -40,49 +40,71 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+
+
 class WriterLock:
     """An exclusive ``flock`` on ``index.lock``, held by whoever writes the index.
 
     The kernel drops the lock when the holder's file is closed or its process dies, so
     it can never go stale. The holder keeps a one-line JSON progress record in the file,
-    which a refused caller reads to say how far the running reindex is.
+    which a refused caller reads to say how far the running reindex is; the record of a
+    holder that was killed stays behind, so it is believed only while the lock is held.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, patience_s: float = 2.0) -> None:
         self.path = path
         self.pid = os.getpid()
+        self.patience_s = patience_s  # how long readers probing the lock may delay us
         self._fd: int | None = None
+        self._width = 0
 
     def acquire(self) -> None:
-        """Take the lock or raise IndexBusy; never waits for a running reindex."""
+        """Take the lock or raise IndexBusy; never waits for a running reindex.
+
+        A reader probing the lock (``lock_is_held``) holds it shared for an instant;
+        that delays the writer (up to ``patience_s``) rather than refusing it.
+        """
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise IndexWriteError(f"cannot open {self.path}: {e.strerror}") from e
-        # A few quick retries: a reader probing the lock (holder_progress) holds it shared
-        # for microseconds, and must not make a writer fail.
-        for attempt in range(4):
+        deadline = time.monotonic() + self.patience_s
+        while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError as e:
-                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                if e.errno not in _BUSY:
                     os.close(fd)
                     raise IndexWriteError(f"cannot lock {self.path}: {e.strerror}") from e
-                if attempt == 3:
+                if _held_exclusively(fd):
                     os.close(fd)
                     raise IndexBusy(describe_holder(self.path)) from e
-                time.sleep(0.02)
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise IndexBusy(
+                        "another process held the index lock for a moment; try again"
+                    ) from e
+            time.sleep(0.01)
         self._fd = fd
+        # A killed holder's record may be longer than ours: pad over all of it.
+        with contextlib.suppress(OSError):
+            self._width = os.fstat(fd).st_size
         self.report({"pid": self.pid, "phase": "starting"})
 
     def report(self, progress: dict[str, Any]) -> None:
-        """Overwrite the progress record (best effort: a full disk must not stop indexing)."""
+        """Overwrite the progress record (best effort: a full disk must not stop indexing).
+
+        Written in place over the old record, padded to its length, so a reader never
+        finds the file empty or half one record and half another.
+        """
         if self._fd is None:
             return
-        line = (json.dumps(progress, sort_keys=True) + "\n").encode()
+        body = json.dumps(progress, sort_keys=True)
+        line = (body.ljust(self._width - 1) + "\n").encode()
+        self._width = max(self._width, len(line))
         with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, line, 0)
 
     def release(self) -> None:
@@ -101,6 +123,31 @@ class WriterLock:
         self.release()
 
 
+def _held_exclusively(fd: int) -> bool:
+    """Whether a writer holds the lock: a shared lock is refused only by an exclusive one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in _BUSY
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether a writer holds the lock at ``path`` now, as the kernel sees it.
+
+    A holder that died holds nothing, whatever its record says.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return _held_exclusively(fd)
+    finally:
+        os.close(fd)  # closing drops a shared lock we may have taken
+
+
 def read_progress(path: Path) -> dict[str, Any] | None:
     """The progress record the lock holder wrote, if it can be read."""
     try:
@@ -113,27 +160,17 @@ def read_progress(path: Path) -> dict[str, Any] | None:
 def holder_progress(path: Path) -> dict[str, Any] | None:
     """The progress of a reindex running in another process, or None if none runs.
 
-    A progress record left by a killed process is recognised as stale: its lock is free.
+    Whether one runs is the lock's answer; the record only says how far it is, and is
+    empty while a holder has not written one yet.
     """
-    progress = read_progress(path)
-    if progress is None:
+    if not lock_is_held(path):
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return progress  # held: a reindex is running
-    finally:
-        os.close(fd)  # closing drops a shared lock we may have taken
-    return None
+    return read_progress(path) or {}
 
 
 def describe_holder(path: Path) -> str:
     """A sentence saying who holds the lock and how far it is."""
-    p = read_progress(path)
+    p = read_progress(path) if lock_is_held(path) else None
     if not p:
         return "a reindex is already running on this index; try again when it finishes"
     who = "this server" if p.get("pid") == os.getpid() else f"process {p.get('pid', '?')}"

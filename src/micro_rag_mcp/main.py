@@ -91,7 +91,10 @@ def parse_exts(value: str) -> tuple[str, ...]:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Validate the flags into a Settings, or raise ConfigError with a one-line reason."""
+    """Validate the flags into a Settings, or raise ConfigError with a one-line reason.
+
+    Nothing is created or changed on disk: a start that is refused leaves no trace.
+    """
     data = Path(args.data_folder).expanduser()
     if not data.is_dir():
         raise ConfigError(f"--data-folder {data}: not an existing folder")
@@ -99,11 +102,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise ConfigError(f"--data-folder {data}: not readable")
     data = data.resolve()
     index = Path(args.index_folder).expanduser().resolve() if args.index_folder else data / "index"
-    try:
-        index.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"--index-folder {index}: cannot be created ({e.strerror or e})") from e
-    if not index.is_dir():
+    if index.exists() and not index.is_dir():
         raise ConfigError(f"--index-folder {index}: not a folder")
     if args.chunk_size < 50:
         raise ConfigError("--chunk-size must be at least 50 characters")
@@ -125,6 +124,15 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
+def create_index_folder(settings: Settings) -> None:
+    """Make the index folder once every flag is accepted, or raise ConfigError."""
+    index = settings.index_folder
+    try:
+        index.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--index-folder {index}: cannot be created ({e.strerror or e})") from e
+
+
 def configure_logging(verbosity: int) -> None:
     level = logging.INFO if verbosity <= 0 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
@@ -139,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
+        create_index_folder(settings)
     except ConfigError as e:
         print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
         return 2

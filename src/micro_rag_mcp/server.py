@@ -7,10 +7,11 @@ its background start-up (model load, reconcile, incremental reindex) begins.
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import anyio.from_thread
@@ -18,13 +19,16 @@ import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from micro_rag_mcp import __version__
+from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.engine import Engine, IndexState, ReindexReport, SearchOutcome
-from micro_rag_mcp.errors import MicroRagError
+from micro_rag_mcp.errors import InvalidArgument, MicroRagError
 from micro_rag_mcp.indexer import Progress
 from micro_rag_mcp.search import Hit
 from micro_rag_mcp.settings import Settings
@@ -87,6 +91,9 @@ class ReindexResult(BaseModel):
     chunks_total: int
     chunks_embedded: int
     elapsed_ms: int
+    notices: list[str] = Field(
+        description="What the counts alone do not say, such as a path_glob that matched no file."
+    )
 
 
 def _status(state: IndexState) -> IndexStatus:
@@ -129,7 +136,9 @@ def search_result(outcome: SearchOutcome) -> SearchResult:
     )
 
 
-def reindex_result(report: ReindexReport) -> ReindexResult:
+def reindex_result(
+    report: ReindexReport, path_glob: str | None = None, exts: Sequence[str] = ()
+) -> ReindexResult:
     return ReindexResult(
         files_added=report.files_added,
         files_updated=report.files_updated,
@@ -139,7 +148,25 @@ def reindex_result(report: ReindexReport) -> ReindexResult:
         chunks_total=report.chunks_total,
         chunks_embedded=report.chunks_embedded,
         elapsed_ms=report.elapsed_ms,
+        notices=_reindex_notices(report, path_glob, exts),
     )
+
+
+def _reindex_notices(
+    report: ReindexReport, path_glob: str | None, exts: Sequence[str]
+) -> list[str]:
+    """An empty scope is a legitimate answer, but one a caller should not have to infer."""
+    seen = report.files_added + report.files_updated + report.files_removed
+    if path_glob is None or seen + report.files_unchanged or report.files_failed:
+        return []
+    kinds = f"{', '.join(exts[:-1])} or {exts[-1]}" if len(exts) > 1 else "".join(exts)
+    notice = (
+        f"path_glob {shown(path_glob)} matches no {kinds + ' ' if kinds else ''}file in the "
+        "data folder; nothing was read or removed"
+    )
+    if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):
+        notice += ' (a "[" without a closing "]" matches itself)'
+    return [notice]
 
 
 SEARCH_DESCRIPTION = (
@@ -187,6 +214,48 @@ def _tool_error(e: Exception) -> ToolError:
     return ToolError(f"internal error ({type(e).__name__}: {e}); the server log has details")
 
 
+class _ArgumentsAsSent(FuncMetadata):
+    """The SDK's argument handling without its JSON reading of strings.
+
+    The SDK parses a string sent for a parameter not typed ``str`` as JSON, to undo
+    clients that quote lists; for ``path_glob: str | None`` that would make the glob
+    ``"null"`` mean no glob at all.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
+
+
+class StrictTool(Tool):
+    """A tool whose arguments are taken exactly as its input schema states them.
+
+    The SDK builds the argument model from the function's signature and validates it in
+    pydantic's lax mode: ``"3"`` passes for an integer, ``"yes"`` for a boolean, unknown
+    names are dropped, and a refusal is pydantic's report. Here the same model, made
+    strict, checks the arguments first and each problem is answered in one sentence.
+    """
+
+    def model_post_init(self, context: Any, /) -> None:
+        metadata = self.fn_metadata
+        strict = strict_model(metadata.arg_model)
+        self.fn_metadata = _ArgumentsAsSent(
+            arg_model=strict,
+            output_schema=metadata.output_schema,
+            output_model=metadata.output_model,
+            wrap_output=metadata.wrap_output,
+        )
+        self.parameters = strict.model_json_schema(by_alias=True)
+
+    async def run(
+        self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False
+    ) -> Any:
+        try:
+            checked = check_arguments(self.fn_metadata.arg_model, arguments)
+        except InvalidArgument as e:
+            raise ToolError(f"Error executing tool {self.name}: {e}") from e
+        return await super().run(checked, context, convert_result)
+
+
 def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> MCPServer[Engine]:
     """The MCP server for one folder; nothing starts until a client connects."""
 
@@ -199,20 +268,6 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
         finally:
             await anyio.to_thread.run_sync(engine.stop)
 
-    server: MCPServer[Engine] = MCPServer(
-        name=settings.title,
-        instructions=settings.instructions,
-        version=__version__,
-        lifespan=lifespan,
-    )
-
-    @server.tool(
-        name="search",
-        description=SEARCH_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
     async def search(
         ctx: Context[Engine],
         query: Annotated[str, Field(min_length=1, description="What to look for.")],
@@ -222,7 +277,7 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
         ] = 0.2,
     ) -> SearchResult:
         if not query.strip():
-            raise ToolError("query must contain some text, not only whitespace")
+            raise ToolError(f"query must contain some text (got {shown(query)})")
         engine = ctx.request_context.lifespan_context
         try:
             outcome = await anyio.to_thread.run_sync(
@@ -232,13 +287,6 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
             raise _tool_error(e) from e
         return search_result(outcome)
 
-    @server.tool(
-        name="reindex",
-        description=REINDEX_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, open_world_hint=False
-        ),
-    )
     async def reindex(
         ctx: Context[Engine],
         force: Annotated[
@@ -263,6 +311,30 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
             )
         except Exception as e:
             raise _tool_error(e) from e
-        return reindex_result(report)
+        return reindex_result(report, path_glob, settings.exts)
 
-    return server
+    tools = [
+        StrictTool.from_function(
+            search,
+            name="search",
+            description=SEARCH_DESCRIPTION,
+            annotations=ToolAnnotations(
+                read_only_hint=True, idempotent_hint=True, open_world_hint=False
+            ),
+        ),
+        StrictTool.from_function(
+            reindex,
+            name="reindex",
+            description=REINDEX_DESCRIPTION,
+            annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, open_world_hint=False
+            ),
+        ),
+    ]
+    return MCPServer(
+        name=settings.title,
+        instructions=settings.instructions,
+        version=__version__,
+        lifespan=lifespan,
+        tools=tools,
+    )

@@ -188,6 +188,9 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     assert "Hindenburg" in top["snippet"]
     assert out["index"]["files_indexed"] == 2
     assert out["index"]["chunks_total"] == out["index"]["chunks_with_vectors"] == 2
+    assert [r["rank"] for r in out["results"]] == list(range(1, len(out["results"]) + 1))
+    relevance = [r["relevance"] for r in out["results"]]
+    assert relevance == sorted(relevance, reverse=True) and 0 < relevance[0] <= 1
 
 
 def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:

@@ -52,6 +52,11 @@ class SearchHit(BaseModel):
     line_end: int | None = Field(None, description="Last line (1-based), text files only.")
     page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
+    rank: int = Field(description="1-based position in this result list.")
+    relevance: float = Field(
+        description="The ranking key: the fused relevance of both channels (0-1); results "
+        "are ordered by it, so score (the cosine alone) need not decrease."
+    )
 
 
 class IndexStatus(BaseModel):
@@ -110,7 +115,7 @@ def _status(state: IndexState) -> IndexStatus:
     )
 
 
-def _hit(hit: Hit) -> SearchHit:
+def _hit(hit: Hit, rank: int) -> SearchHit:
     c = hit.chunk
     return SearchHit(
         path=c.path,
@@ -125,12 +130,14 @@ def _hit(hit: Hit) -> SearchHit:
         line_end=c.line_end,
         page=c.page,
         matched_by=list(hit.channels),
+        rank=rank,
+        relevance=round(hit.fused, 4),
     )
 
 
 def search_result(outcome: SearchOutcome) -> SearchResult:
     return SearchResult(
-        results=[_hit(h) for h in outcome.hits],
+        results=[_hit(h, rank) for rank, h in enumerate(outcome.hits, 1)],
         index=_status(outcome.state),
         notices=outcome.notices,
     )

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from micro_rag_mcp.fsutil import holder_progress
 from tests.test_e2e_stdio import server_params, wait_idle
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
@@ -64,8 +65,12 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 
                 holder = json.loads(lock.read_text())
                 os.kill(holder["pid"], signal.SIGKILL)  # the writer's window is closed hard
+                deadline = time.monotonic() + 60  # the kernel frees the lock as the process ends
+                while holder_progress(lock) is not None:
+                    assert time.monotonic() < deadline, "the killed writer's lock was never freed"
+                    await anyio.sleep(0.01)
 
-                report = await reader.call_tool("reindex", {})  # the lock is free at once
+                report = await reader.call_tool("reindex", {})  # and the lock is free
                 assert not report.is_error, report.content
                 final = await wait_idle(reader)
                 assert final["files_indexed"] == 40

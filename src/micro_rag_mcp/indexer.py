@@ -24,7 +24,8 @@ from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import Document
-from micro_rag_mcp.scanner import PathGlob, ScannedFile, ScanRules, scan
+from micro_rag_mcp.results import Progress, ProgressFn
+from micro_rag_mcp.scanner import ScannedFile, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vectors import VectorStore
 
@@ -32,17 +33,6 @@ logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    phase: str  # "reading" or "embedding"
-    done: int
-    total: int
-    item: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(slots=True)
@@ -69,7 +59,7 @@ def sync_files(
     vectors: VectorStore | None,
     settings: Settings,
     *,
-    scope: PathGlob | None = None,
+    scope: Scope | None = None,
     force: bool = False,
     progress: ProgressFn | None = None,
 ) -> SyncCounts:

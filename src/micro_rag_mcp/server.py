@@ -23,10 +23,9 @@ from pydantic import BaseModel, Field
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import Engine, IndexState, ReindexReport, SearchOutcome
+from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import MicroRagError
-from micro_rag_mcp.indexer import Progress
-from micro_rag_mcp.search import Hit
+from micro_rag_mcp.results import Hit, IndexState, Progress, ReindexReport, SearchOutcome
 from micro_rag_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -99,7 +98,7 @@ def _status(state: IndexState) -> IndexStatus:
         files_failed=state.files_failed,
         chunks_total=state.chunks_total,
         chunks_with_vectors=state.chunks_with_vectors,
-        model=state.model,
+        model=state.model_status,
     )
 
 

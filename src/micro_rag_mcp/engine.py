@@ -118,7 +118,8 @@ class Engine:
     ) -> ReindexReport:
         """Bring the index in line with the folder (or the part the glob selects).
 
-        ``IndexBusy`` if another pass runs, here or in another process.
+        Waits for a pass the server runs by itself; ``IndexBusy`` if another caller's
+        pass runs, here or in another process.
         """
         scope = PathGlob(path_glob) if path_glob is not None else None
         return self._writer.run(CLIENT, scope, force, progress)
@@ -126,7 +127,8 @@ class Engine:
     def refresh(self, paths: Iterable[str], *, progress: ProgressFn | None = None) -> ReindexReport:
         """Bring only ``paths`` (relative; a folder takes what is under it) in line.
 
-        The same pass as ``reindex``, scoped to these paths (for a file watcher).
+        A background pass, like the start-up pass: it waits for the pass running here,
+        and a caller's ``reindex`` waits for it.
         """
         return self._writer.run("refresh", PathSet(paths), False, progress)
 

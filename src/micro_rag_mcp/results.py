@@ -19,6 +19,7 @@ class Progress:
     done: int
     total: int
     item: str = ""
+    waiting_for: str = ""  # the pass a caller waits for ("start-up"), or "" for its own
 
 
 ProgressFn = Callable[[Progress], None]

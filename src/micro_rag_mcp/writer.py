@@ -1,9 +1,14 @@
-"""This process's reindex passes, one at a time.
+"""This process's reindex passes: one at a time, and the server's own never refuse a client.
 
 A pass takes this process's turn, then the index's lock (``index.lock``, shared with other
-processes), reads what changed and embeds what lacks a vector. A pass that finds either
-taken gets ``IndexBusy``. A pass checks for a stop between two steps: the server
-stopping, or the caller's progress callback raising ``Stopped``.
+processes), reads what changed and embeds what lacks a vector. The server's own passes
+(the start-up pass, a refresh) run in the background: a client's reindex that arrives
+during one waits for it, is shown its progress, then runs. ``IndexBusy`` is only for a
+second client pass while one runs or waits here, and for any pass while another process
+holds the lock.
+
+A pass checks for a stop between two steps: the server stopping, or the caller's
+progress callback raising ``Stopped``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.embedder import Embedder
@@ -29,7 +34,7 @@ from micro_rag_mcp.vector_cache import VectorCache
 logger = logging.getLogger(__name__)
 
 CLIENT = "client"
-POLL_S = 0.25  # how often a pass waiting for the model looks for a stop
+POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
 
 
 @dataclass(slots=True)
@@ -57,8 +62,9 @@ class Writer:
         self._model = model
         self._vectors = vectors
         self._stop = stop
-        self._changed = threading.Lock()  # guards the field below
+        self._changed = threading.Condition()  # guards the two fields below
         self._turn: _Turn | None = None  # the pass running in this process
+        self._client = False  # a client's pass runs or waits for its turn
 
     @property
     def running(self) -> bool:
@@ -72,19 +78,42 @@ class Writer:
     def run(
         self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
     ) -> ReindexReport:
-        """One pass of ``kind`` (CLIENT, "start-up" or "refresh") over ``scope``."""
-        with self._changed:
-            if self._turn is not None:
-                raise IndexBusy(describe_holder(self.paths.lock))
-            turn = self._turn = _Turn(kind)
+        """One pass of ``kind`` (CLIENT or a background kind) over ``scope``."""
+        if kind == CLIENT:
+            with self._changed:
+                if self._client:
+                    raise IndexBusy(describe_holder(self.paths.lock))
+                self._client = True
         try:
-            ensure_folder(self.paths.folder)
-            with WriterLock(self.paths.lock) as lock:
-                return self._pass(lock, turn, scope, force, progress)
-        except (OSError, sqlite3.Error) as e:
-            raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
+            turn = self._take_turn(kind, progress)
+            try:
+                ensure_folder(self.paths.folder)
+                with WriterLock(self.paths.lock) as lock:
+                    return self._pass(lock, turn, scope, force, progress)
+            except (OSError, sqlite3.Error) as e:
+                raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
+            finally:
+                with self._changed:
+                    self._turn = None
+                    self._changed.notify_all()
         finally:
-            self._turn = None
+            if kind == CLIENT:
+                with self._changed:
+                    self._client = False
+
+    def _take_turn(self, kind: str, progress: ProgressFn | None) -> _Turn:
+        """Wait for the pass running here to end, passing its progress on to ``progress``."""
+        while True:
+            with self._changed:
+                if self._turn is None:
+                    self._turn = _Turn(kind)
+                    return self._turn
+                self._changed.wait(POLL_S)
+                running = self._turn
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            if progress is not None and running is not None and running.progress is not None:
+                progress(replace(running.progress, waiting_for=running.kind))
 
     def _pass(
         self,
@@ -99,7 +128,9 @@ class Writer:
         def report(p: Progress) -> None:
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
-            turn.progress = p
+            with self._changed:
+                turn.progress = p
+                self._changed.notify_all()
             lock.report({"pid": lock.pid, "phase": p.phase, "done": p.done, "total": p.total})
             if progress is not None:
                 progress(p)

@@ -33,8 +33,8 @@ from typing import Any
 from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
 from micro_rag_mcp.embedder import Embedder, load_embedder
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.indexer import Progress
-from micro_rag_mcp.search import Hit, SearchParams
+from micro_rag_mcp.results import Hit, Progress
+from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
 
 logger = logging.getLogger("bench")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from collections.abc import Sequence
 
@@ -53,3 +54,21 @@ class FakeEmbedder:
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._one(text)
+
+
+class GatedEmbedder(FakeEmbedder):
+    """A fake that embeds documents only while its gate is open, so a test can hold a pass
+    in the middle of a step; queries are never held."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.held = threading.Event()  # set once a call found the gate closed
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not self.gate.is_set():
+            self.held.set()
+            if not self.gate.wait(60):
+                raise TimeoutError("the test never opened the gate")
+        return super().embed_documents(texts)

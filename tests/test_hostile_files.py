@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import micro_rag_mcp.indexer as indexer
-from micro_rag_mcp.engine import Engine, ReindexReport
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.results import ReindexReport
 from micro_rag_mcp.scanner import ScanResult
 from tests.conftest import make_settings
 from tests.docfactory import (

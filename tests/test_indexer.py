@@ -248,7 +248,7 @@ def test_without_the_model_indexing_and_search_fall_back_to_keywords(data: Path)
     assert report.files_added == 1 and report.chunks_embedded == 0
     outcome = eng.search("zeppelin", top_k=3)
     assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
-    assert outcome.state.model.startswith("unavailable: model.safetensors is missing")
+    assert outcome.state.model_status.startswith("unavailable: model.safetensors is missing")
     assert any("unavailable" in n for n in outcome.notices)
 
 

@@ -16,7 +16,7 @@ from mcp import Client
 from micro_rag_mcp.fsutil import WriterLock
 from micro_rag_mcp.server import build_server
 from tests.conftest import make_settings
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeEmbedder, GatedEmbedder
 
 
 def run(fn: Callable[[Client], Awaitable[Any]], data: Path, **kw: Any) -> Any:
@@ -255,6 +255,66 @@ def test_reindex_refuses_a_glob_leaving_the_folder(data: Path) -> None:
 
     result = run(check, data)
     assert result.is_error and "leave the data folder" in result.content[0].text
+
+
+async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        await anyio.sleep(0.02)
+
+
+def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> None:
+    for i in range(5):
+        (data / f"note{i}.txt").write_text(f"Note number {i}.")
+    embedder = GatedEmbedder()
+    embedder.gate.clear()  # the start-up pass is held at its first embedding step
+    updates: list[tuple[float, str]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        updates.append((done, message or ""))
+        embedder.gate.set()  # the call is waiting: let the start-up pass go on
+
+    async def main() -> Any:
+        async with Client(build_server(make_settings(data), lambda: embedder)) as client:
+            await until(embedder.held.is_set)
+            return await client.call_tool("reindex", {}, progress_callback=progress)
+
+    result = anyio.run(main)
+    assert not result.is_error, result.content
+    assert updates[0][1].startswith("waiting for the start-up pass: reading 5/5")
+    values = [done for done, _ in updates]
+    assert values == sorted(set(values))  # one rising count over both passes
+    assert updates[-1][1].startswith("reading 5/5")  # then its own pass
+    out = result.structured_content
+    assert out["files_unchanged"] == 5 and out["chunks_embedded"] == 0  # all done at start-up
+
+
+def test_a_second_reindex_while_one_runs_is_busy_and_says_how_far(data: Path) -> None:
+    for i in range(5):
+        (data / f"note{i}.txt").write_text(f"Note number {i}.")
+    embedder = GatedEmbedder()
+
+    async def main() -> list[Any]:
+        async with Client(build_server(make_settings(data), lambda: embedder)) as client:
+            await wait_idle(client)
+            embedder.gate.clear()
+            results: list[Any] = []
+
+            async def first() -> None:
+                results.append(await client.call_tool("reindex", {"force": True}))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(first)
+                await until(embedder.held.is_set)  # the first is in its embedding step
+                busy = await client.call_tool("reindex", {})
+                embedder.gate.set()
+            return [*results, busy]
+
+    first, busy = anyio.run(main)
+    assert not first.is_error and first.structured_content["files_updated"] == 5
+    assert busy.is_error
+    assert "already running on this index (this server: reading 5/5)" in busy.content[0].text
 
 
 def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:

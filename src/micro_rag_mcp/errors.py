@@ -43,3 +43,7 @@ class IndexUnreadable(MicroRagError):
 
 class InvalidArgument(MicroRagError):
     """A tool argument is outside what the tool accepts."""
+
+
+class Stopped(MicroRagError):
+    """Work given up between two steps because the server is stopping or the caller left."""

@@ -24,7 +24,8 @@ from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import Document
-from micro_rag_mcp.scanner import PathGlob, ScannedFile, ScanRules, scan
+from micro_rag_mcp.results import Progress, ProgressFn
+from micro_rag_mcp.scanner import ScannedFile, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vectors import VectorStore
 
@@ -33,17 +34,6 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
 VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    phase: str  # "reading" or "embedding"
-    done: int
-    total: int
-    item: str = ""
-
-
-ProgressFn = Callable[[Progress], None]
 
 
 @dataclass(slots=True)
@@ -70,7 +60,7 @@ def sync_files(
     vectors: VectorStore | None,
     settings: Settings,
     *,
-    scope: PathGlob | None = None,
+    scope: Scope | None = None,
     force: bool = False,
     progress: ProgressFn | None = None,
 ) -> SyncCounts:

@@ -6,9 +6,10 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from micro_rag_mcp.errors import InvalidArgument
 
@@ -41,7 +42,13 @@ class ScanRules:
     skip_dirs: frozenset[str]
 
 
-def scan(rules: ScanRules, scope: PathGlob | None = None) -> ScanResult:
+class Scope(Protocol):
+    """Which paths (relative to the data folder) a reindex looks at."""
+
+    def matches(self, rel: str) -> bool: ...
+
+
+def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     """Every indexable regular file under the root, and the folders that could not be listed.
 
     Hidden entries, ``skip_dirs`` and the excluded folders are never entered. Symlinked
@@ -55,7 +62,7 @@ def scan(rules: ScanRules, scope: PathGlob | None = None) -> ScanResult:
     return ScanResult(files, unlisted)
 
 
-def _walk(rules: ScanRules, scope: PathGlob | None, unlisted: list[str]) -> Iterator[ScannedFile]:
+def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterator[ScannedFile]:
     root = Path(os.path.realpath(rules.root))
     exclude = {os.path.realpath(p) for p in rules.exclude}
     stack: list[tuple[str, str]] = [(str(root), "")]
@@ -143,6 +150,25 @@ class PathGlob:
 
     def matches(self, rel: str) -> bool:
         return self._regex.match(rel) is not None
+
+
+class PathSet:
+    """Exactly the given paths, relative to the data folder; a folder among them takes
+    everything under it. Paths that could leave the data folder are refused."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths: frozenset[str] = frozenset(_relative(p) for p in paths)
+
+    def matches(self, rel: str) -> bool:
+        parts = rel.split("/")
+        return any("/".join(parts[:n]) in self.paths for n in range(1, len(parts) + 1))
+
+
+def _relative(path: str) -> str:
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if path.startswith("/") or "\x00" in path or ".." in parts or not parts:
+        raise InvalidArgument(f"{path!r} is not a path inside the data folder")
+    return "/".join(parts)
 
 
 def _translate(parts: list[str]) -> str:

@@ -29,7 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.catalog import Catalog, StoredChunk
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.results import Hit
 from micro_rag_mcp.vectors import VectorStore
 
 if TYPE_CHECKING:
@@ -68,14 +69,6 @@ class SearchParams:
     # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
     # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
     drop_stopwords: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    chunk: StoredChunk
-    score: float | None  # cosine similarity, None when the chunk has no vector yet
-    fused: float  # the ranking key: the fused relevance (convex) or the RRF sum
-    channels: tuple[str, ...]
 
 
 def fts_query(

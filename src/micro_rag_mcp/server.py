@@ -27,10 +27,9 @@ from pydantic import BaseModel, Field
 from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import Engine, IndexState, ReindexReport, SearchOutcome
+from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError
-from micro_rag_mcp.indexer import Progress
-from micro_rag_mcp.search import Hit
+from micro_rag_mcp.results import Hit, IndexState, Progress, ReindexReport, SearchOutcome
 from micro_rag_mcp.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ def _status(state: IndexState) -> IndexStatus:
         files_failed=state.files_failed,
         chunks_total=state.chunks_total,
         chunks_with_vectors=state.chunks_with_vectors,
-        model=state.model,
+        model=state.model_status,
     )
 
 
@@ -192,25 +191,43 @@ REINDEX_DESCRIPTION = (
 def _progress_sender(
     ctx: Context[Engine], min_interval_s: float = 0.25
 ) -> Callable[[Progress], tuple[float, float, str] | None]:
-    """Turn engine progress into MCP progress: one rising count over both phases, throttled."""
-    files_total = 0
-    last = 0.0
+    """Turn engine progress into MCP progress: one rising count, throttled.
+
+    A pass counts files read, then chunks embedded. A call that waits for the server's
+    own pass sees that pass, then its own; each pass counts on from where the one before
+    ended, so the value only ever rises.
+    """
+    files_total = base = end = 0
+    previous: Progress | None = None
+    sent, sent_at = -1, 0.0
 
     def send(p: Progress) -> tuple[float, float, str] | None:
-        nonlocal files_total, last
+        nonlocal files_total, base, end, previous, sent, sent_at
+        if previous is not None and _next_pass(previous, p):
+            base, files_total = end, 0
+        previous = p
         if p.phase == "reading":
             files_total = p.total
-            value, total = p.done, p.total
-        else:
-            value, total = files_total + p.done, files_total + p.total
+        offset = base + (0 if p.phase == "reading" else files_total)
+        value, end = offset + p.done, offset + p.total
         now = time.monotonic()
-        if now - last < min_interval_s and p.done != p.total:
+        if value <= sent or (now - sent_at < min_interval_s and p.done != p.total):
             return None
-        last = now
+        sent, sent_at = value, now
         message = f"{p.phase} {p.done}/{p.total}" + (f": {p.item}" if p.item else "")
-        return float(value), float(total), message
+        if p.waiting_for:
+            message = f"waiting for the {p.waiting_for} pass: {message}"
+        return float(value), float(end), message
 
     return send
+
+
+def _next_pass(before: Progress, now: Progress) -> bool:
+    return (
+        now.waiting_for != before.waiting_for
+        or (now.phase == "reading" and before.phase != "reading")
+        or (now.phase == before.phase and now.done < before.done)
+    )
 
 
 def _tool_error(e: Exception) -> ToolError:

@@ -1,0 +1,187 @@
+"""This process's reindex passes: one at a time, and the server's own never refuse a client.
+
+A pass takes this process's turn, then the index's lock (``index.lock``, shared with other
+processes), reads what changed and embeds what lacks a vector. The server's own passes
+(the start-up pass, a refresh) run in the background: a client's reindex that arrives
+during one waits for it, is shown its progress, then runs. ``IndexBusy`` is only for a
+second client pass while one runs or waits here, and for any pass while another process
+holds the lock.
+
+A pass checks for a stop between two steps: the server stopping, or the caller's
+progress callback raising ``Stopped``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, replace
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.embedder import Embedder
+from micro_rag_mcp.errors import IndexBusy, IndexWriteError, Stopped
+from micro_rag_mcp.fsutil import WriterLock, describe_holder
+from micro_rag_mcp.indexer import embed_missing, sync_files
+from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
+from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.results import ModelState, Progress, ProgressFn, ReindexReport
+from micro_rag_mcp.scanner import Scope
+from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vector_cache import VectorCache
+
+logger = logging.getLogger(__name__)
+
+CLIENT = "client"
+POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
+
+
+@dataclass(slots=True)
+class _Turn:
+    kind: str  # "start-up", "refresh" or CLIENT
+    progress: Progress | None = None
+
+
+class Writer:
+    """Runs the reindex passes of one process on one index."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        paths: IndexPaths,
+        model: ModelHandle,
+        vectors: VectorCache,
+        stop: threading.Event,
+        *,
+        save_every_s: float = 30.0,
+    ) -> None:
+        self.settings = settings
+        self.paths = paths
+        self.save_every_s = save_every_s  # how often a long embedding pass saves its vectors
+        self._model = model
+        self._vectors = vectors
+        self._stop = stop
+        self._changed = threading.Condition()  # guards the two fields below
+        self._turn: _Turn | None = None  # the pass running in this process
+        self._client = False  # a client's pass runs or waits for its turn
+
+    @property
+    def running(self) -> bool:
+        return self._turn is not None
+
+    @property
+    def progress(self) -> Progress | None:
+        turn = self._turn
+        return turn.progress if turn is not None else None
+
+    def run(
+        self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+    ) -> ReindexReport:
+        """One pass of ``kind`` (CLIENT or a background kind) over ``scope``."""
+        if kind == CLIENT:
+            with self._changed:
+                if self._client:
+                    raise IndexBusy(describe_holder(self.paths.lock))
+                self._client = True
+        try:
+            turn = self._take_turn(kind, progress)
+            try:
+                ensure_folder(self.paths.folder)
+                with WriterLock(self.paths.lock) as lock:
+                    return self._pass(lock, turn, scope, force, progress)
+            except (OSError, sqlite3.Error) as e:
+                raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
+            finally:
+                with self._changed:
+                    self._turn = None
+                    self._changed.notify_all()
+        finally:
+            if kind == CLIENT:
+                with self._changed:
+                    self._client = False
+
+    def _take_turn(self, kind: str, progress: ProgressFn | None) -> _Turn:
+        """Wait for the pass running here to end, passing its progress on to ``progress``."""
+        while True:
+            with self._changed:
+                if self._turn is None:
+                    self._turn = _Turn(kind)
+                    return self._turn
+                self._changed.wait(POLL_S)
+                running = self._turn
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            if progress is not None and running is not None and running.progress is not None:
+                progress(replace(running.progress, waiting_for=running.kind))
+
+    def _pass(
+        self,
+        lock: WriterLock,
+        turn: _Turn,
+        scope: Scope | None,
+        force: bool,
+        progress: ProgressFn | None,
+    ) -> ReindexReport:
+        started = time.monotonic()
+
+        def report(p: Progress) -> None:
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            with self._changed:
+                turn.progress = p
+                self._changed.notify_all()
+            lock.report({"pid": lock.pid, "phase": p.phase, "done": p.done, "total": p.total})
+            if progress is not None:
+                progress(p)
+
+        catalog = open_for_writing(self.paths)
+        try:
+            self._check_chunking(catalog)
+            loaded = self._model.get(0.0)
+            vectors = self._vectors.for_writer(catalog, loaded) if loaded is not None else None
+            counts = sync_files(
+                catalog, vectors, self.settings, scope=scope, force=force, progress=report
+            )
+            embedded = 0
+            embedder = self._wait_for_model()
+            if embedder is not None:
+                vectors = self._vectors.for_writer(catalog, embedder)
+                embedded = embed_missing(
+                    catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
+                )
+                self._vectors.count(catalog, catalog.stats(), vectors)
+            failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
+            return ReindexReport(
+                files_added=counts.added,
+                files_updated=counts.updated,
+                files_removed=counts.removed,
+                files_unchanged=counts.unchanged,
+                files_failed=failed,
+                chunks_total=catalog.stats().chunks,
+                chunks_embedded=embedded,
+                elapsed_ms=int((time.monotonic() - started) * 1000),
+            )
+        finally:
+            catalog.close()
+
+    def _wait_for_model(self) -> Embedder | None:
+        """The model once its load has ended (None if it failed), looking for a stop meanwhile."""
+        while True:
+            embedder = self._model.get(POLL_S)
+            if embedder is not None or self._model.state is ModelState.FAILED:
+                return embedder
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+
+    def _check_chunking(self, catalog: Catalog) -> None:
+        stored = catalog.get_meta("chunking")
+        if stored != self.settings.chunking_id:
+            if stored is not None:
+                logger.warning(
+                    "chunking changed from %s to %s: every file will be re-chunked",
+                    stored,
+                    self.settings.chunking_id,
+                )
+                catalog.forget_stamps()
+            catalog.set_meta("chunking", self.settings.chunking_id)

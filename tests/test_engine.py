@@ -1,0 +1,68 @@
+"""The engine's parts: the model handle and scoped refreshes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
+from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.results import ModelState
+from tests.fakes import FakeEmbedder
+from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_model_handle_loads_once_in_the_background_and_reports_its_state() -> None:
+    loads: list[int] = []
+    release = threading.Event()
+
+    def slow_load() -> FakeEmbedder:
+        loads.append(1)
+        release.wait(30)
+        return FakeEmbedder()
+
+    model = ModelHandle(slow_load)
+    assert model.get(0.0) is None and model.state is ModelState.LOADING  # the load began
+    model.start()
+    release.set()
+    assert model.get(30.0) is not None and model.state is ModelState.READY
+    assert loads == [1]
+
+
+def test_model_handle_that_failed_says_why_and_never_blocks() -> None:
+    def broken() -> FakeEmbedder:
+        raise ModelUnavailable("model.safetensors is missing")
+
+    model = ModelHandle(broken)
+    model.start()
+    wait_for(lambda: model.state is not ModelState.LOADING)
+    assert model.state is ModelState.FAILED and model.error == "model.safetensors is missing"
+    assert model.get(30.0) is None
+
+
+def test_refresh_looks_only_at_the_given_paths(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples.", mtime=1e6)
+    write(data / "b.txt", "Bananas.", mtime=1e6)
+    write(data / "notes" / "c.md", "Cherries.", mtime=1e6)
+    engine.reindex()
+    write(data / "a.txt", "Apricots.")
+    write(data / "b.txt", "Blueberries.")
+    (data / "notes" / "c.md").unlink()
+    report = engine.refresh(["a.txt", "notes"])  # a folder takes what is under it
+    assert (report.files_updated, report.files_removed, report.files_unchanged) == (1, 1, 0)
+    assert catalog_rows(data / "index") == {"a.txt": ["Apricots."], "b.txt": ["Bananas."]}
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    with pytest.raises(InvalidArgument):
+        engine.refresh(["../outside.txt"])

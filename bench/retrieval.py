@@ -253,6 +253,37 @@ def search_all(
     return out
 
 
+def latency_ab(
+    ws: Workspace,
+    embedder: Embedder,
+    dataset: Dataset,
+    params: dict[str, SearchParams],
+    *,
+    top_k: int,
+    rounds: int = 3,
+) -> dict[str, dict[str, float]]:
+    """Search latency of several params side by side: every query through each in turn.
+
+    Alternating per query spreads any change of machine load evenly over the variants.
+    """
+    engines = {}
+    for name, p in params.items():
+        engine = Engine(ws.settings, lambda: embedder, params=p)
+        engine.load_model()
+        engine.search("warm up", top_k=top_k, score_threshold=0.2)
+        engines[name] = engine
+    times: dict[str, list[float]] = {name: [] for name in engines}
+    for _ in range(rounds):
+        for text in dataset.queries.values():
+            for name, engine in engines.items():
+                started = time.perf_counter()
+                engine.search(text, top_k=top_k, score_threshold=0.2)
+                times[name].append((time.perf_counter() - started) * 1000)
+    for engine in engines.values():
+        engine.stop()
+    return {name: {"p50": percentile(t, 50), "p95": percentile(t, 95)} for name, t in times.items()}
+
+
 def _doc_of(ws: Workspace, hit: Hit) -> str:
     return ws.doc_of_path[hit.chunk.path]
 
@@ -430,6 +461,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="queries.jsonl of ANOTHER domain: report the cosine of hits it gets here",
     )
     p.add_argument("--limit", type=int, help="only the first N queries (smoke test)")
+    p.add_argument(
+        "--latency-ab",
+        action="store_true",
+        help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
+    )
     p.add_argument("--json", type=Path, help="write metrics and settings here")
     p.add_argument("--dump-run", type=Path, help="write the per-query document rankings here")
     p.add_argument("--index-only", action="store_true", help="build the index and stop")
@@ -459,6 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.index_only:
         return 0
     params = params_from_args(args)
+    if args.latency_ab:
+        variants = {"convex (default)": params, "rrf (old)": replace(params, fusion="rrf")}
+        for name, t in latency_ab(ws, embedder, dataset, variants, top_k=5).items():
+            print(f"{name}: p50 {t['p50']:.1f} ms, p95 {t['p95']:.1f} ms")
+        return 0
     wanted = [c.strip() for c in args.channels.split(",") if c.strip()]
     rows: dict[str, dict[str, Any]] = {}
     runs: dict[str, ChannelRun] = {}

@@ -95,7 +95,6 @@ class Variant:
     group: str
     label: str
     params: SearchParams
-    stopword_list: frozenset[str] | None = None  # patch search.STOPWORDS for this run
 
 
 def variants(
@@ -134,26 +133,24 @@ def variants(
             Variant(
                 "stopwords",
                 "stopwords: Lucene 33",
-                replace(base, drop_stopwords=True),
-                search_mod.STOPWORDS,
+                replace(base, drop_stopwords=True, stopwords=search_mod.STOPWORDS),
             ),
             Variant(
                 "stopwords",
                 f"stopwords: long {len(LONG_STOPWORDS)}",
-                replace(base, drop_stopwords=True),
-                LONG_STOPWORDS,
+                replace(base, drop_stopwords=True, stopwords=LONG_STOPWORDS),
             ),
             Variant(
                 "stopwords",
                 "keyword only + Lucene 33",
-                CHANNELS["keyword"](replace(base, drop_stopwords=True)),
-                search_mod.STOPWORDS,
+                CHANNELS["keyword"](
+                    replace(base, drop_stopwords=True, stopwords=search_mod.STOPWORDS)
+                ),
             ),
             Variant(
                 "stopwords",
                 f"keyword only + long {len(LONG_STOPWORDS)}",
-                CHANNELS["keyword"](replace(base, drop_stopwords=True)),
-                LONG_STOPWORDS,
+                CHANNELS["keyword"](replace(base, stopwords=LONG_STOPWORDS)),
             ),
         ]
     for spec in custom:
@@ -169,13 +166,7 @@ def variants(
 def run_variant(
     ws: Workspace, embedder: Embedder, dataset: Dataset, v: Variant, top_k: int
 ) -> dict[str, Any]:
-    original = search_mod.STOPWORDS
-    if v.stopword_list is not None:
-        search_mod.STOPWORDS = v.stopword_list
-    try:
-        cr = search_all(ws, embedder, dataset, v.label, v.params, top_k=top_k, score_threshold=0.0)
-    finally:
-        search_mod.STOPWORDS = original
+    cr = search_all(ws, embedder, dataset, v.label, v.params, top_k=top_k, score_threshold=0.0)
     return summarize(cr, dataset.qrels)
 
 

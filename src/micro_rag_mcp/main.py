@@ -147,9 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.verbose)
     from micro_rag_mcp.embedder import load_embedder
     from micro_rag_mcp.server import build_server
+    from micro_rag_mcp.stdio import serve_stdio
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
-    build_server(settings, lambda: load_embedder(threads=threads)).run("stdio")
+    serve_stdio(build_server(settings, lambda: load_embedder(threads=threads)))
     return 0

@@ -107,3 +107,14 @@ def test_server_stopped_while_embedding_exits_0_and_keeps_its_vectors(
         catalog.close()
     saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)
     assert len(saved) > 0 and set(saved.ids().tolist()) <= chunk_ids
+
+
+def test_ctrl_c_while_the_server_starts_exits_0_without_a_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    make_text(data / "a.txt", "Apples grow on trees.")
+    server = Server(data)
+    server.wait_for_log("serving ")  # logged before the event loop and its signal handling
+    stop(server, "SIGINT")
+    code, log = server.finish()
+    assert code == 0, log
+    assert "Traceback" not in log and "SIGINT: stopping" in log, log

@@ -20,8 +20,6 @@ import socket
 import threading
 from typing import Protocol
 
-import anyio
-
 logger = logging.getLogger(__name__)
 
 
@@ -56,24 +54,60 @@ class InputRelay:
             self._sink.shutdown(socket.SHUT_WR)
 
 
-def serve_stdio(server: StdioServer) -> None:
+class StopSignals:
+    """SIGINT and SIGTERM from the moment this is made: noted, never raised mid-start-up.
+
+    Made before the heavy imports, so a Ctrl+C while the server starts cannot end it with
+    a traceback out of some half-done import; once serving, a signal ends the input.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        for signum in self.SIGNALS:
+            signal.signal(signum, self._note)
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.received.append(signum)
+
+    def announce(self, signum: int) -> None:
+        logger.info("%s: stopping", signal.Signals(signum).name)
+
+
+def serve_stdio(server: StdioServer, signals: StopSignals) -> None:
     """Serve until stdin closes, or SIGINT or SIGTERM arrives; the server then stops cleanly."""
-    anyio.run(_serve, server)
+    import anyio
+
+    if signals.received:  # asked to stop before anything started
+        signals.announce(signals.received[0])
+        return
+    try:
+        anyio.run(_serve, server, signals)
+    finally:
+        for signum in signals.SIGNALS:  # done: a late Ctrl+C must not print a traceback
+            signal.signal(signum, signal.SIG_IGN)
 
 
-async def _serve(server: StdioServer) -> None:
+async def _serve(server: StdioServer, signals: StopSignals) -> None:
+    import anyio
+
     relay = InputRelay()
     async with anyio.create_task_group() as tg:
-        tg.start_soon(_end_input_on_signal, relay)
+        tg.start_soon(_end_input_on_signal, relay, signals)
         await server.run_stdio_async()
         tg.cancel_scope.cancel()
 
 
-async def _end_input_on_signal(relay: InputRelay) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        stopping = False
-        async for signum in signals:
-            if not stopping:
-                logger.info("%s: stopping", signal.Signals(signum).name)
-                stopping = True
+async def _end_input_on_signal(relay: InputRelay, signals: StopSignals) -> None:
+    import anyio
+
+    with anyio.open_signal_receiver(*signals.SIGNALS) as received:
+        if signals.received:  # came while the event loop was starting
+            signals.announce(signals.received[0])
+            relay.end()
+        async for signum in received:
+            if not signals.received:
+                signals.announce(signum)
+            signals.received.append(signum)
             relay.end()

@@ -1,4 +1,4 @@
-"""The engine's parts: the model handle and scoped refreshes."""
+"""The engine's parts: the model handle, scoped refreshes, and stopping between two steps."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
+from micro_rag_mcp.indexer import EMBED_BATCH
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.results import ModelState
-from tests.fakes import FakeEmbedder
+from micro_rag_mcp.vectors import VectorStore
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
 
 
@@ -66,3 +69,20 @@ def test_refresh_looks_only_at_the_given_paths(engine: Engine, data: Path) -> No
     assert vector_ids(data / "index") == chunk_ids(data / "index")
     with pytest.raises(InvalidArgument):
         engine.refresh(["../outside.txt"])
+
+
+def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: Path) -> None:
+    for i in range(3 * EMBED_BATCH):
+        write(data / f"note{i:03d}.txt", f"Note number {i} about topic {i % 7}.")
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    eng = Engine(make_settings(data), lambda: embedder)
+    eng.start()
+    wait_for(embedder.held.is_set)  # the pass is inside its first embedding step
+    eng.stop(timeout=0)  # asked to stop while the step runs
+    embedder.gate.set()  # the step ends; the pass must not begin another
+    eng.stop()
+    assert embedder.embedded == EMBED_BATCH
+    saved = VectorStore.load(data / "index" / "faiss.index", 64)
+    assert len(saved) == EMBED_BATCH and set(saved.ids().tolist()) <= chunk_ids(data / "index")
+    assert not eng.state().indexing

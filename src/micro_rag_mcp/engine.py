@@ -74,8 +74,13 @@ class Engine:
         the model starts loading it."""
         self._model.get(timeout)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Ask every pass to stop at its next step; wait at most ``timeout`` s for ours."""
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop every pass at its next step and wait at most ``timeout`` s for the background.
+
+        A step is one file read or 16 chunks embedded (``indexer.EMBED_BATCH``); vectors embedded
+        so far are saved. Waiting for the step to end means no model call still runs when the
+        process exits (onnxruntime aborts the process if one does).
+        """
         self._stop.set()
         deadline = time.monotonic() + timeout
         if self._startup is not None:

@@ -31,7 +31,7 @@ from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
-EMBED_BATCH = 256  # chunks read from the catalog and embedded per step
+EMBED_BATCH = 16  # chunks embedded per step: a stop waits for one step (a few seconds at most)
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
 VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text
 
@@ -241,6 +241,8 @@ def embed_missing(
 ) -> int:
     """Give every chunk a vector; save the store now and then and at the end. Returns count."""
     missing = reconcile(catalog, vectors)
+    if missing:
+        logger.info("embedding %d chunks", len(missing))
     done = 0
     last_save = time.monotonic()
     for i in range(0, len(missing), EMBED_BATCH):

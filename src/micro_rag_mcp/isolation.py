@@ -125,7 +125,8 @@ class IsolatedReader:
         self._kill()
         ours, theirs = socket.socketpair()
         # A fresh interpreter that imports only the readers; its stdout is not ours (our
-        # stdout is the MCP protocol), its log lines go to our stderr.
+        # stdout is the MCP protocol), its log lines go to our stderr. A session of its
+        # own keeps a terminal's Ctrl+C, meant for the server, from killing it mid-file.
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -137,6 +138,7 @@ class IsolatedReader:
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
+            start_new_session=True,
         )
         theirs.close()
         self._proc, self._conn = proc, Connection(ours.detach())

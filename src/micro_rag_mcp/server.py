@@ -28,7 +28,7 @@ from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument, MicroRagError
+from micro_rag_mcp.errors import InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.results import Hit, IndexState, Progress, ReindexReport, SearchOutcome
 from micro_rag_mcp.settings import Settings
 
@@ -290,7 +290,8 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
         try:
             yield engine
         finally:
-            await anyio.to_thread.run_sync(engine.stop)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(engine.stop)
 
     async def search(
         ctx: Context[Engine],
@@ -323,8 +324,13 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
     ) -> ReindexResult:
         engine = ctx.request_context.lifespan_context
         send = _progress_sender(ctx)
+        cancelled = anyio.get_cancelled_exc_class()
 
-        def progress(p: Progress) -> None:
+        def progress(p: Progress) -> None:  # between two steps of the pass
+            try:
+                anyio.from_thread.check_cancelled()
+            except cancelled:
+                raise Stopped("the reindex request was cancelled") from None
             update = send(p)
             if update is not None:
                 anyio.from_thread.run(ctx.report_progress, *update)

@@ -7,8 +7,9 @@ during one waits for it, is shown its progress, then runs. ``IndexBusy`` is only
 second client pass while one runs or waits here, and for any pass while another process
 holds the lock.
 
-A pass checks for a stop between two steps: the server stopping, or the caller's
-progress callback raising ``Stopped``.
+A pass checks for a stop between two steps (one file read, or 16 chunks
+embedded): the server stopping, or the caller's progress callback raising ``Stopped``.
+Vectors embedded before a stop are saved.
 """
 
 from __future__ import annotations
@@ -147,9 +148,13 @@ class Writer:
             embedder = self._wait_for_model()
             if embedder is not None:
                 vectors = self._vectors.for_writer(catalog, embedder)
-                embedded = embed_missing(
-                    catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
-                )
+                try:
+                    embedded = embed_missing(
+                        catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
+                    )
+                except Stopped:
+                    vectors.save()  # keep what was embedded; the next pass embeds the rest
+                    raise
                 self._vectors.count(catalog, catalog.stats(), vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
             return ReindexReport(

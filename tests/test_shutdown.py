@@ -1,0 +1,120 @@
+"""Stopping a real server (subprocess, real model) while it embeds: exit 0, work kept.
+
+The client closing stdin, SIGTERM, and a terminal's Ctrl+C (SIGINT to the process group)
+must each end the server with status 0, no traceback and no onnxruntime abort, and leave
+an index that opens with the vectors embedded so far.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.embedder import DIMENSION
+from micro_rag_mcp.vectors import VectorStore
+from tests.docfactory import make_text
+from tests.test_e2e_stdio import server_params
+
+TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
+
+
+def write_corpus(data: Path, files: int = 30) -> None:
+    """About ten 1,000-character chunks a file: 300 chunks for the default 30 files."""
+    for i in range(files):
+        paragraphs = [
+            f"Report {i}, part {p}, on the {TOPICS[(i + p) % len(TOPICS)]}: field notes on "
+            f"its climate, its animals and the people who study it, season after season. " * 3
+            for p in range(20)
+        ]
+        make_text(data / f"report{i:03d}.txt", "\n\n".join(paragraphs))
+
+
+class Server:
+    """The server as a client would start it, with its stderr collected line by line."""
+
+    def __init__(self, data: Path) -> None:
+        params = server_params(data)
+        self.proc = subprocess.Popen(
+            [params.command, *params.args],
+            env=params.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group, as in a terminal
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._collect, daemon=True)
+        self._reader.start()
+
+    def _collect(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.lines.append(raw.decode(errors="replace"))
+
+    def wait_for_log(self, needle: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(needle in line for line in self.lines):
+            assert self.proc.poll() is None, "".join(self.lines)
+            assert time.monotonic() < deadline, f"no {needle!r} in the log:\n{''.join(self.lines)}"
+            time.sleep(0.05)
+
+    def finish(self, timeout: float = 60.0) -> tuple[int, str]:
+        try:
+            code = self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(10)
+        return code, "".join(self.lines)
+
+
+def stop(server: Server, how: str) -> None:
+    if how == "stdin closed":
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()
+    elif how == "SIGTERM":
+        server.proc.send_signal(signal.SIGTERM)
+    else:  # Ctrl+C in a terminal signals the whole foreground process group
+        os.killpg(server.proc.pid, signal.SIGINT)
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT"])
+def test_server_stopped_while_embedding_exits_0_and_keeps_its_vectors(
+    tmp_path: Path, how: str
+) -> None:
+    data = tmp_path / "docs"
+    write_corpus(data)
+    server = Server(data)
+    server.wait_for_log("embedding ")
+    stop(server, how)
+    code, log = server.finish()
+    assert code == 0, log
+    assert "terminate called" not in log and "Traceback" not in log, log
+    if how != "stdin closed":
+        assert f"{how}: stopping" in log
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
+    try:
+        chunk_ids = set(catalog.chunk_ids())
+    finally:
+        catalog.close()
+    saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)
+    assert len(saved) > 0 and set(saved.ids().tolist()) <= chunk_ids
+
+
+def test_ctrl_c_while_the_server_starts_exits_0_without_a_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    make_text(data / "a.txt", "Apples grow on trees.")
+    server = Server(data)
+    server.wait_for_log("serving ")  # logged before the event loop and its signal handling
+    stop(server, "SIGINT")
+    code, log = server.finish()
+    assert code == 0, log
+    assert "Traceback" not in log and "SIGINT: stopping" in log, log

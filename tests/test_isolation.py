@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,14 @@ def test_a_reader_that_dies_costs_one_file(tmp_path: Path) -> None:
     with IsolatedReader(tmp_path, timeout_s=60) as reader:
         reader.read(text, max_bytes=10**7)
         assert reader._proc is not None
-        os.kill(reader._proc.pid, signal.SIGKILL)
+        # Stopped, the reader is alive when the request is sent and cannot answer it; it
+        # is killed while the read waits. (Killed before the read, it would be replaced.)
+        os.kill(reader._proc.pid, signal.SIGSTOP)
+        killer = threading.Timer(0.5, os.kill, (reader._proc.pid, signal.SIGKILL))
+        killer.start()
         with pytest.raises(ReadError, match="died"):
             reader.read(text, max_bytes=10**7)
+        killer.join()
         assert reader.read(text, max_bytes=10**7).text == "fine"
 
 

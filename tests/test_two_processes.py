@@ -64,6 +64,7 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 
                 holder = json.loads(lock.read_text())
                 os.kill(holder["pid"], signal.SIGKILL)  # the writer's window is closed hard
+                await wait_dead(holder["pid"])
 
                 report = await reader.call_tool("reindex", {})  # the lock is free at once
                 assert not report.is_error, report.content
@@ -79,6 +80,27 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
     except BaseException as e:  # the killed writer's client may report a broken pipe
         if not _only_broken_pipes(e):
             raise
+
+
+async def wait_dead(pid: int, timeout: float = 60.0) -> None:
+    """Wait until a killed process has exited with all its threads.
+
+    ``kill`` only sends the signal. Its main thread can be a zombie while another thread
+    finishes a system call (an fsync on a loaded disk); the files, and so the lock, are
+    released when the last thread has gone.
+    """
+    deadline = time.monotonic() + timeout
+    proc = Path(f"/proc/{pid}")
+    while True:
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            threads = len(os.listdir(proc / "task"))
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X") and threads <= 1:
+            return
+        assert time.monotonic() < deadline, f"process {pid} did not exit"
+        await anyio.sleep(0.01)
 
 
 def _only_broken_pipes(e: BaseException) -> bool:

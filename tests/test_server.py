@@ -103,6 +103,7 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     top = out["results"][0]
     assert top["path"] == "zeppelin.md" and top["ext"] == ".md"
     assert top["line_start"] == 1 and top["line_end"] == 3
+    assert top["section"] == "Airships" and top["locator"] is None
     assert "Hindenburg" in top["snippet"]
     assert out["index"]["files_indexed"] == 2
     assert out["index"]["chunks_total"] == out["index"]["chunks_with_vectors"] == 2

@@ -24,7 +24,7 @@ from micro_rag_mcp.errors import IndexWriteError
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 _SCHEMA = """
 BEGIN;
@@ -53,7 +53,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     line_end    INTEGER,
     page        INTEGER,
     title       TEXT NOT NULL DEFAULT '',
-    text        TEXT NOT NULL
+    text        TEXT NOT NULL,
+    section     TEXT,
+    locator     TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -110,6 +112,8 @@ class NewChunk:
     page: int | None
     title: str
     text: str
+    section: str | None = None  # heading path above the passage
+    locator: str | None = None  # position in the file's own terms ("slide 4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,8 @@ class StoredChunk:
     line_end: int | None
     page: int | None
     text: str
+    section: str | None = None
+    locator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +294,8 @@ class Catalog:
             file_id = self._upsert_file(conn, record)
             conn.executemany(
                 "INSERT INTO chunks(file_id, chunk_index, char_start, char_end, line_start, "
-                "line_end, page, title, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "line_end, page, title, text, section, locator)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     (
                         file_id,
@@ -300,6 +307,8 @@ class Catalog:
                         c.page,
                         c.title,
                         c.text,
+                        c.section,
+                        c.locator,
                     )
                     for c in chunks
                 ),
@@ -368,7 +377,7 @@ class Catalog:
         """The chunks (joined with their files) for the given ids that still exist."""
         rows = self._select_ids(
             "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-            " c.line_start, c.line_end, c.page, c.text FROM chunks c"
+            " c.line_start, c.line_end, c.page, c.text, c.section, c.locator FROM chunks c"
             " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
             ids,
         )

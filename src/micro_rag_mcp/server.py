@@ -48,6 +48,16 @@ class SearchHit(BaseModel):
     line_end: int | None = Field(None, description="Last line (1-based), text files only.")
     page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
+    section: str | None = Field(
+        None,
+        description="Heading path above the passage, e.g. 'Chapter 2 › Results' (Markdown "
+        "and DOCX headings); null when none.",
+    )
+    locator: str | None = Field(
+        None,
+        description="Where the passage is in the file's own terms, e.g. 'slide 4', "
+        "'sheet \"Q3\" rows 12–30', 'cell 7'; null when lines or page say it.",
+    )
 
 
 class IndexStatus(BaseModel):
@@ -118,6 +128,8 @@ def _hit(hit: Hit) -> SearchHit:
         line_end=c.line_end,
         page=c.page,
         matched_by=list(hit.channels),
+        section=c.section,
+        locator=c.locator,
     )
 
 

@@ -17,7 +17,7 @@ from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
 from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
 from micro_rag_mcp.readers.office import check_docx_archive, read_docx
 from micro_rag_mcp.readers.pdf import read_pdf
-from micro_rag_mcp.readers.text import decode_text_bytes, read_text
+from micro_rag_mcp.readers.text import decode_text_bytes, read_markdown, read_text
 
 __all__ = [
     "MIB",
@@ -29,6 +29,7 @@ __all__ = [
     "normalize_text",
     "read_document",
     "read_docx",
+    "read_markdown",
     "read_pdf",
     "read_text",
 ]
@@ -39,7 +40,7 @@ Reader = Callable[[Path], Document]
 # may let other exceptions through; read_document is the entry point that converts all.
 READERS: dict[str, Reader] = {
     ".txt": read_text,
-    ".md": read_text,
+    ".md": read_markdown,
     ".pdf": read_pdf,
     ".docx": read_docx,
 }

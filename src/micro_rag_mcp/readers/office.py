@@ -6,12 +6,18 @@ Every package is vetted as a zip (``guards.vet_zip``) before a library expands a
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
+from micro_rag_mcp.readers.document import (
+    Document,
+    DocumentBuilder,
+    HeadingPath,
+    clean_title,
+)
 from micro_rag_mcp.readers.guards import (
     DEFAULT_ZIP_LIMITS,
     ZIP_MAX_EXPANDED_BYTES,
@@ -34,8 +40,9 @@ def read_docx(
 ) -> Document:
     """Paragraphs and tables of the body in document order, separated by blank lines.
 
-    Table rows become one line each, cells joined by `` | ``. The archive is vetted
-    (see ``check_docx_archive``) before python-docx expands anything.
+    Table rows become one line each, cells joined by `` | ``. Paragraphs in a heading
+    style (or with an outline level) give the sections. The archive is vetted (see
+    ``check_docx_archive``) before python-docx expands anything.
     """
     check_docx_archive(path, ZipLimits(max_expanded_bytes, max_ratio, ratio_min_bytes))
     import docx
@@ -46,8 +53,19 @@ def read_docx(
         raise
     except Exception as e:  # python-docx / lxml raise many types for malformed packages
         raise ReadError(f"not a valid DOCX: {short(e)}") from e
-    blocks = (block for block in _block_texts(document.element.body) if block.strip())
-    return Document(normalize_text("\n\n".join(blocks)), title=_docx_title(document, path))
+    levels = _heading_levels(document, path)
+    headings = HeadingPath()
+    builder = DocumentBuilder()
+    for child in _content_children(document.element.body):
+        if child.tag == _P:
+            text = _paragraph_text(child)
+            level = _paragraph_level(child, levels)
+            if level is not None and text.strip():
+                builder.section(headings.enter(level, text))
+            builder.add(text)
+        elif child.tag == _TBL:
+            builder.add(_table_text(child))
+    return builder.build(_docx_title(document, path))
 
 
 def _docx_title(document: Any, path: Path) -> str:
@@ -74,6 +92,74 @@ def _docx_title(document: Any, path: Path) -> str:
 def check_docx_archive(path: Path, limits: ZipLimits = DEFAULT_ZIP_LIMITS) -> None:
     """Refuse non-zips, zip bombs and archives without ``word/document.xml``."""
     vet_zip(path, "DOCX", "word/document.xml", limits)
+
+
+_HEADING_NAME = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
+_BODY_TEXT_LEVEL = 9  # w:outlineLvl 9 means "body text", not a heading
+
+
+def _heading_levels(document: Any, path: Path) -> dict[str, int]:
+    """Paragraph style ids that make a heading, with their level (1 is the top).
+
+    A style is a heading by its name ("heading 2", as Word stores built-in names
+    whatever the interface language), by its outline level, or by the style it is
+    based on.
+    """
+    try:
+        styles = document.styles.element
+    except Exception as e:  # the sections are a nicety: never lose the text over them
+        logger.warning("%s: styles could not be read: %s", path, short(e))
+        return {}
+    own: dict[str, int] = {}
+    based_on: dict[str, str] = {}
+    for style in styles.iterchildren(_w("style")):
+        style_id = style.get(_w("styleId"))
+        if not style_id or style.get(_w("type"), "paragraph") != "paragraph":
+            continue
+        level = _style_level(style)
+        if level is not None:
+            own[style_id] = level
+        parent = style.find(_w("basedOn"))
+        if parent is not None and parent.get(_w("val")):
+            based_on[style_id] = parent.get(_w("val"))
+    levels: dict[str, int] = {}
+    for style_id in {*own, *based_on}:
+        seen = style_id
+        for _ in range(10):  # a basedOn chain is short; a loop must not hang
+            if seen in own:
+                levels[style_id] = own[seen]
+                break
+            if seen not in based_on:
+                break
+            seen = based_on[seen]
+    return levels
+
+
+def _style_level(style: Any) -> int | None:
+    name = style.find(_w("name"))
+    match = _HEADING_NAME.fullmatch((name.get(_w("val")) or "") if name is not None else "")
+    if match:
+        return int(match.group(1))
+    return _outline_level(style.find(_w("pPr")))
+
+
+def _outline_level(ppr: Any) -> int | None:
+    """The heading level a ``w:pPr``'s outline level gives, if any."""
+    outline = ppr.find(_w("outlineLvl")) if ppr is not None else None
+    value = outline.get(_w("val")) if outline is not None else None
+    if value is None or not value.isdigit() or int(value) >= _BODY_TEXT_LEVEL:
+        return None
+    return int(value) + 1
+
+
+def _paragraph_level(paragraph: Any, levels: dict[str, int]) -> int | None:
+    """A paragraph's heading level: its own outline level, else its style's."""
+    ppr = paragraph.find(_w("pPr"))
+    own = _outline_level(ppr)
+    if own is not None:
+        return own
+    style = ppr.find(_w("pStyle")) if ppr is not None else None
+    return levels.get(style.get(_w("val"), "")) if style is not None else None
 
 
 def _w(tag: str) -> str:

@@ -1,7 +1,7 @@
 """Plain text: ``.txt``, ``.md`` and the other formats read as lines.
 
 The encoding is guessed (BOMs, UTF-8, BOM-less UTF-16, detection); binary content is
-refused.
+refused. Markdown headings give the sections.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers.document import Document, normalize_text
+from micro_rag_mcp.readers.document import Document, HeadingPath, Marks, normalize_text
 
 # Text sniffing.
 _SNIFF_BYTES = 8192
@@ -22,8 +22,53 @@ _PREFERRED_LEGACY = ("cp1252", "latin_1", "iso8859_15")
 
 
 def read_text(path: Path) -> Document:
-    """Read a ``.txt``/``.md`` file, guessing its encoding; refuse binary content."""
+    """Read a text file, guessing its encoding; refuse binary content."""
     return Document(normalize_text(decode_text_bytes(path.read_bytes())))
+
+
+def read_markdown(path: Path) -> Document:
+    """A text file whose ``#`` (and underlined) headings give the sections."""
+    text = read_text(path).text
+    return Document(text, sections=markdown_sections(text))
+
+
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*")
+_NOT_SETEXT_TITLE = re.compile(r"\s*(?:[-*+>|#]|\d+[.)]\s|$)|\s{4}")
+_FRONT_MATTER = re.compile(r"---\n.*?\n(?:---|\.\.\.)\n", re.DOTALL)
+
+
+def markdown_sections(text: str) -> Marks:
+    """Where each heading path starts: ATX (``## Results``) and setext headings.
+
+    Headings inside fenced code blocks and YAML front matter are not headings.
+    """
+    path = HeadingPath()
+    marks: list[tuple[int, str]] = []
+    front = _FRONT_MATTER.match(text)
+    offset = front.end() if front else 0
+    fence = ""
+    previous: tuple[int, str] | None = None  # the line before, if it may be a setext title
+    for line in text[offset:].split("\n"):
+        start, offset = offset, offset + len(line) + 1
+        opened = _FENCE.match(line)
+        if fence or opened:
+            if not fence and opened:
+                fence = opened.group(1)
+            elif opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+            previous = None
+            continue
+        atx = _ATX.fullmatch(line)
+        setext = _SETEXT.fullmatch(line)
+        if atx:
+            marks.append((start, path.enter(len(atx.group(1)), atx.group(2) or "")))
+        elif setext and previous is not None:
+            level = 1 if setext.group(1)[0] == "=" else 2
+            marks.append((previous[0], path.enter(level, previous[1])))
+        previous = None if atx or _NOT_SETEXT_TITLE.match(line) else (start, line)
+    return tuple(marks)
 
 
 def decode_text_bytes(data: bytes) -> str:

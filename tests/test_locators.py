@@ -219,3 +219,11 @@ def test_sections_locators_rows_and_breaks_cross_the_process_boundary(tmp_path: 
             doc = reader.read(path, max_bytes=LIMIT)
             assert doc == read_document(path, max_bytes=LIMIT)
             assert doc.sections
+
+
+def test_a_passage_across_numbered_locators_names_them_all() -> None:
+    locate = Locator("a\n\nb\n\nc", locators=((0, "cell 1"), (3, "cell 2"), (6, "cell 3")))
+    assert locate.where(0, 7) == "cells 1–3"
+    assert locate.where(3, 4) == "cell 2"
+    mixed = Locator("a\n\nb", locators=((0, "cell 1"), (3, 'sheet "X"')))
+    assert mixed.where(0, 4) == "cell 1"

@@ -18,6 +18,7 @@ _WS = re.compile(r"\s")
 _LAST_PARAGRAPH = re.compile(r".*(\n[^\S\n]*\n)", re.DOTALL)
 _LAST_SENTENCE_END = re.compile(r".*(?:[.?!](?=\s)|[。！？](?=.))", re.DOTALL)
 _LAST_WS = re.compile(r".*\s", re.DOTALL)
+_NUMBERED = re.compile(r"([a-z]+) (\d+)")  # a locator such as "cell 7"
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +160,15 @@ class Locator:
 
         The locator in force at ``start`` (``slide 4``), followed by the rows the passage
         covers when the document has rows (``sheet "Q3" rows 12–30``); a row counts only
-        after the locator it falls under.
+        after the locator it falls under. A passage across numbered locators of one kind
+        names them all (``cells 3–5``).
         """
         since, label = self._spots.at(start)
+        label = _span(label, self._spots.at(end - 1)[1] if end > start else label)
         rows = self._rows_between(max(since, 0), start, end)
         if rows:
-            first, last = rows
-            span = f"row {first}" if first == last else f"rows {first}–{last}"
+            first_row, last_row = rows
+            span = f"row {first_row}" if first_row == last_row else f"rows {first_row}–{last_row}"
             label = f"{label} {span}" if label else span
         return label or None
 
@@ -178,6 +181,14 @@ class Locator:
         if lo > hi or lo >= len(self._rows):
             return None
         return self._rows[lo], self._rows[hi]
+
+
+def _span(first: str, last: str) -> str:
+    """``cell 3`` to ``cell 5`` is ``cells 3–5``; anything else is ``first``."""
+    a, b = _NUMBERED.fullmatch(first), _NUMBERED.fullmatch(last)
+    if a is None or b is None or first == last or a.group(1) != b.group(1):
+        return first
+    return f"{a.group(1)}s {a.group(2)}–{b.group(2)}"
 
 
 class _Marks:

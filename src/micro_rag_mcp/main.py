@@ -14,8 +14,8 @@ from micro_rag_mcp.errors import ConfigError
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
-    DEFAULT_EXTS,
     DEFAULT_MAX_FILE_MB,
+    EXT_GROUPS,
     Settings,
 )
 
@@ -35,8 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-folder", help="Where the index lives (default: <data-folder>/index).")
     p.add_argument(
         "--exts",
-        default=",".join(DEFAULT_EXTS),
-        help=f"Comma-separated extensions to index (default: {','.join(DEFAULT_EXTS)}).",
+        default="docs",
+        metavar="LIST",
+        help="Comma-separated extensions and group names to index: 'docs' (every document "
+        "format, the default), 'code' (source files), e.g. 'docs,code' or '.md,code'.",
     )
     p.add_argument(
         "--chunk-size",
@@ -68,20 +70,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-SUPPORTED_EXTS = frozenset(DEFAULT_EXTS)
+SUPPORTED_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
 
 
 def parse_exts(value: str) -> tuple[str, ...]:
+    """Suffixes (``.md`` or ``md``) and group names (``docs``, ``code``), in order, once each."""
     exts: list[str] = []
     for raw in value.split(","):
-        ext = raw.strip().lower()
-        if not ext:
+        item = raw.strip().lower()
+        if not item:
             continue
-        ext = ext if ext.startswith(".") else f".{ext}"
+        if item in EXT_GROUPS:
+            exts.extend(ext for ext in EXT_GROUPS[item] if ext not in exts)
+            continue
+        ext = item if item.startswith(".") else f".{item}"
         if ext not in SUPPORTED_EXTS:
+            groups = ", ".join(EXT_GROUPS)
             supported = ", ".join(sorted(SUPPORTED_EXTS))
             raise ConfigError(
-                f"--exts: unsupported extension {raw.strip()!r} (supported: {supported})"
+                f"--exts: unsupported extension {raw.strip()!r} (groups: {groups}; "
+                f"extensions: {supported})"
             )
         if ext not in exts:
             exts.append(ext)

@@ -50,13 +50,13 @@ class SearchHit(BaseModel):
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     section: str | None = Field(
         None,
-        description="Heading path above the passage, e.g. 'Chapter 2 › Results' (Markdown "
-        "and DOCX headings); null when none.",
+        description="Heading path where the passage starts, e.g. 'Chapter 2 › Results' "
+        "(Markdown, reST, HTML, DOCX headings, EPUB chapters, slide titles); null when none.",
     )
     locator: str | None = Field(
         None,
         description="Where the passage is in the file's own terms, e.g. 'slide 4', "
-        "'sheet \"Q3\" rows 12–30', 'cell 7'; null when lines or page say it.",
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
     )
 
 

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
 from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
-from micro_rag_mcp.readers.office import check_docx_archive, read_docx
+from micro_rag_mcp.readers.notebook import read_ipynb
+from micro_rag_mcp.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
 from micro_rag_mcp.readers.pdf import read_pdf
-from micro_rag_mcp.readers.text import decode_text_bytes, read_markdown, read_text
+from micro_rag_mcp.readers.text import decode_text_bytes, read_markdown, read_rst, read_text
+from micro_rag_mcp.readers.web import read_epub, read_html
 
 __all__ = [
     "MIB",
@@ -27,14 +30,29 @@ __all__ = [
     "clean_title",
     "decode_text_bytes",
     "normalize_text",
+    "read_csv",
     "read_document",
     "read_docx",
+    "read_epub",
+    "read_html",
+    "read_ipynb",
     "read_markdown",
     "read_pdf",
+    "read_pptx",
+    "read_rst",
     "read_text",
+    "read_tsv",
+    "read_xlsx",
 ]
 
 Reader = Callable[[Path], Document]
+
+# Read as plain text, cited by lines.
+TEXT_SUFFIXES = (".org", ".tex", ".json", ".yaml", ".yml", ".toml")
+CODE_SUFFIXES = (
+    *(".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".cpp", ".h", ".cs", ".rb", ".php"),
+    *(".sh", ".sql"),
+)
 
 # Raw readers by lowercase suffix. They raise ReadError for the failures they recognize but
 # may let other exceptions through; read_document is the entry point that converts all.
@@ -43,6 +61,17 @@ READERS: dict[str, Reader] = {
     ".md": read_markdown,
     ".pdf": read_pdf,
     ".docx": read_docx,
+    ".xlsx": read_xlsx,
+    ".pptx": read_pptx,
+    ".html": read_html,
+    ".htm": read_html,
+    ".epub": read_epub,
+    ".csv": read_csv,
+    ".tsv": read_tsv,
+    ".ipynb": read_ipynb,
+    ".rst": read_rst,
+    **dict.fromkeys(TEXT_SUFFIXES, read_text),
+    **dict.fromkeys(CODE_SUFFIXES, read_text),
 }
 
 

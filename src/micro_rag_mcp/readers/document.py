@@ -116,6 +116,7 @@ class DocumentBuilder:
         self._breaks: list[int] = []
         self._section: str | None = None
         self._locator: tuple[str, bool] | None = None
+        self._break = False
 
     @property
     def length(self) -> int:
@@ -130,8 +131,18 @@ class DocumentBuilder:
         """The text added next is at ``label``; ``hard``: no passage spans into it."""
         self._locator = (label, hard)
 
-    def add(self, text: str, *, sep: str = "\n\n", row: int | None = None) -> bool:
-        """Append a block; ``row``: it is that table row. Whether anything was added."""
+    def hard_break(self) -> None:
+        """No passage spans from the text before into the text added next."""
+        self._break = True
+
+    def add(
+        self, text: str, *, sep: str = "\n\n", row: int | None = None, sections: Marks = ()
+    ) -> bool:
+        """Append a block; whether anything was added.
+
+        ``row``: the block is that table row. ``sections``: heading paths starting inside
+        the block, at offsets relative to its start (a block that is a whole chapter).
+        """
         text = normalize_text(text)
         if not text.strip():
             return False
@@ -145,9 +156,13 @@ class DocumentBuilder:
         if self._locator is not None:
             label, hard = self._locator
             _mark(self._locators, offset, label)
-            if hard and offset > 0:
-                self._breaks.append(offset)
+            self._break = self._break or hard
             self._locator = None
+        if self._break and offset > 0:
+            self._breaks.append(offset)
+        self._break = False
+        for relative, path in sections:
+            _mark(self._sections, offset + relative, path)
         if row is not None:
             self._rows.append((offset, row))
         self._parts.append(text)

@@ -81,6 +81,10 @@ def vet_zip(path: Path, kind: str, required: str, limits: ZipLimits = DEFAULT_ZI
     formats read through it.
     """
     if not zipfile.is_zipfile(path):
+        if _is_compound_file(path):
+            raise ReadError(
+                f"encrypted {kind} (needs a password), or an old binary Office file renamed"
+            )
         raise ReadError(f"not a valid {kind} (not a zip archive)")
     try:
         with zipfile.ZipFile(path) as archive:
@@ -105,6 +109,15 @@ def vet_zip(path: Path, kind: str, required: str, limits: ZipLimits = DEFAULT_ZI
             )
     if required not in {info.filename for info in infos}:
         raise ReadError(f"not a valid {kind} (no {required})")
+
+
+_COMPOUND_FILE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
+
+
+def _is_compound_file(path: Path) -> bool:
+    """An OLE compound file: what Office writes for a password-protected document."""
+    with open(path, "rb") as stream:
+        return stream.read(8) == _COMPOUND_FILE_MAGIC
 
 
 class Budget:

@@ -1,4 +1,4 @@
-"""Office Open XML documents: DOCX (python-docx).
+"""Office Open XML documents: DOCX (python-docx), XLSX (openpyxl), PPTX (python-pptx).
 
 Every package is vetted as a zip (``guards.vet_zip``) before a library expands anything.
 """
@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers.data import cell_text, headers_of, row_text
 from micro_rag_mcp.readers.document import (
     Document,
     DocumentBuilder,
     HeadingPath,
+    clean_heading,
     clean_title,
 )
 from micro_rag_mcp.readers.guards import (
@@ -23,6 +25,7 @@ from micro_rag_mcp.readers.guards import (
     ZIP_MAX_EXPANDED_BYTES,
     ZIP_MAX_RATIO,
     ZIP_RATIO_MIN_BYTES,
+    Budget,
     ZipLimits,
     short,
     vet_zip,
@@ -221,3 +224,117 @@ def _table_text(table: Any) -> str:
 def _cell_text(cell: Any) -> str:
     """All text of a cell on one line."""
     return " ".join(" ".join(block.split()) for block in _block_texts(cell) if block.strip())
+
+
+# --------------------------------------------------------------------------- XLSX
+
+SHEET_TIME_BUDGET_S = 60.0
+SLIDE_TIME_BUDGET_S = 60.0
+MAX_GROUP_DEPTH = 20  # shapes nested deeper in groups are left out
+
+
+def read_xlsx(path: Path, *, time_budget: float = SHEET_TIME_BUDGET_S) -> Document:
+    """Every worksheet, each row with its header row (``Name: Ada; Team: Core``).
+
+    Cell values as last calculated, never formulas; a passage names its sheet and the
+    rows it covers and never spans two sheets. Charts and images are left out.
+    """
+    vet_zip(path, "XLSX", "xl/workbook.xml")
+    import openpyxl
+
+    with open(path, "rb") as stream:  # a stream: openpyxl refuses names without .xlsx
+        try:
+            book = openpyxl.load_workbook(stream, read_only=True, data_only=True)
+        except OSError:
+            raise
+        except Exception as e:  # openpyxl / the XML parser raise many types for bad packages
+            raise ReadError(f"not a valid XLSX: {short(e)}") from e
+        budget = Budget(time_budget)
+        builder = DocumentBuilder()
+        try:
+            for sheet in book.worksheets:
+                if not hasattr(sheet, "iter_rows"):
+                    continue  # a chart sheet
+                if budget.spent():
+                    logger.warning("%s: stopped before sheet %r (time budget)", path, sheet.title)
+                    break
+                _add_sheet(builder, sheet, budget, path)
+            title = clean_title(book.properties.title)
+        finally:
+            book.close()
+    return builder.build(title)
+
+
+def _add_sheet(builder: DocumentBuilder, sheet: Any, budget: Budget, path: Path) -> None:
+    sheet.reset_dimensions()  # read the cells there are, not the range the file claims
+    name = sheet.title.replace('"', "'")
+    builder.locator(f'sheet "{name}"', hard=True)
+    headers: list[str] | None = None
+    sep = "\n\n"  # before the sheet's first row, then one row a line
+    for number, row in enumerate(sheet.iter_rows(min_row=1, values_only=True), 1):
+        if number % 1000 == 0 and budget.spent():
+            logger.warning("%s: sheet %r stopped at row %d (time budget)", path, name, number)
+            return
+        if headers is None:
+            if any(cell_text(v) for v in row):
+                headers = headers_of(row)
+            continue
+        if builder.add(row_text(headers, row), sep=sep, row=number):
+            sep = "\n"
+
+
+# --------------------------------------------------------------------------- PPTX
+
+
+def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Document:
+    """Each slide's title, text frames, grouped shapes and tables, then its notes.
+
+    A passage names its slide and never spans two; the slide title is its section.
+    Pictures, charts and media are left out.
+    """
+    vet_zip(path, "PPTX", "ppt/presentation.xml")
+    import pptx
+
+    try:
+        deck = pptx.Presentation(str(path))
+    except OSError:
+        raise
+    except Exception as e:  # python-pptx / lxml raise many types for malformed packages
+        raise ReadError(f"not a valid PPTX: {short(e)}") from e
+    budget = Budget(time_budget)
+    builder = DocumentBuilder()
+    for number, slide in enumerate(deck.slides, 1):
+        if budget.spent():
+            logger.warning("%s: stopped before slide %d (time budget)", path, number)
+            break
+        title_shape = slide.shapes.title
+        title = clean_heading(title_shape.text_frame.text) if title_shape is not None else ""
+        builder.locator(f"slide {number}", hard=True)
+        builder.section(title)
+        if title:
+            builder.add(title)
+        skip = title_shape.shape_id if title_shape is not None else None
+        for text in _shape_texts(slide.shapes, skip):
+            builder.add(text)
+        if slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame
+            if notes is not None and notes.text.strip():
+                builder.add(f"Notes: {notes.text}")
+    return builder.build(clean_title(deck.core_properties.title))
+
+
+def _shape_texts(shapes: Any, skip: int | None) -> Iterator[str]:
+    """Text of each shape in order, looking into groups (without recursion)."""
+    stack: list[tuple[Any, int]] = [(shape, 0) for shape in reversed(list(shapes))]
+    while stack:
+        shape, depth = stack.pop()
+        if shape.shape_id == skip:
+            continue
+        if hasattr(shape, "shapes"):  # a group
+            if depth < MAX_GROUP_DEPTH:
+                stack.extend((child, depth + 1) for child in reversed(list(shape.shapes)))
+        elif getattr(shape, "has_table", False) and shape.has_table:
+            rows = (" | ".join(cell.text.strip() for cell in row.cells) for row in shape.table.rows)
+            yield "\n".join(row for row in rows if row.strip(" |"))
+        elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+            yield shape.text_frame.text

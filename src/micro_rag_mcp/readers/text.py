@@ -39,12 +39,13 @@ _NOT_SETEXT_TITLE = re.compile(r"\s*(?:[-*+>|#]|\d+[.)]\s|$)|\s{4}")
 _FRONT_MATTER = re.compile(r"---\n.*?\n(?:---|\.\.\.)\n", re.DOTALL)
 
 
-def markdown_sections(text: str) -> Marks:
+def markdown_sections(text: str, path: HeadingPath | None = None) -> Marks:
     """Where each heading path starts: ATX (``## Results``) and setext headings.
 
-    Headings inside fenced code blocks and YAML front matter are not headings.
+    Headings inside fenced code blocks and YAML front matter are not headings. ``path``
+    carries the headings of text before this one (a notebook's earlier cells).
     """
-    path = HeadingPath()
+    path = path if path is not None else HeadingPath()
     marks: list[tuple[int, str]] = []
     front = _FRONT_MATTER.match(text)
     offset = front.end() if front else 0
@@ -194,3 +195,39 @@ def _detect_encoding(data: bytes) -> str | None:
 def _is_preferred_legacy(match: Any) -> bool:
     encodings = {match.encoding, *match.could_be_from_charset}
     return any(name in encodings for name in _PREFERRED_LEGACY)
+
+
+def read_rst(path: Path) -> Document:
+    """A reStructuredText file whose underlined titles give the sections."""
+    text = read_text(path).text
+    return Document(text, sections=rst_sections(text))
+
+
+_ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1{2,}[ \t]*")
+
+
+def rst_sections(text: str) -> Marks:
+    """Where each title starts: a line underlined (and maybe overlined) with punctuation.
+
+    As in docutils, levels follow the order in which adornment styles first appear.
+    """
+    path = HeadingPath()
+    styles: list[tuple[str, bool]] = []
+    marks: list[tuple[int, str]] = []
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    for i in range(1, len(lines)):
+        under = _ADORNMENT.fullmatch(lines[i])
+        title = lines[i - 1].strip()
+        if not under or not title or _ADORNMENT.fullmatch(lines[i - 1]):
+            continue
+        if len(lines[i].rstrip()) < len(title):
+            continue
+        over = i >= 2 and lines[i - 2].rstrip() == lines[i].rstrip()
+        style = (under.group(1), over)
+        if style not in styles:
+            styles.append(style)
+        marks.append((starts[i - 2 if over else i - 1], path.enter(styles.index(style) + 1, title)))
+    return tuple(marks)

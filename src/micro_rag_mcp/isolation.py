@@ -1,8 +1,8 @@
 """Reading documents in a child process, so no single file can hang or exhaust the server.
 
-Document parsers (PDF, Office, HTML, ...) run arbitrary work on untrusted bytes. The reader process has a
-memory ceiling, and a file that takes longer than the time limit has its reader killed
-and is recorded as failed; the next file gets a fresh reader.
+Document parsers (PDF, Office, HTML, ...) run arbitrary work on untrusted bytes. The
+reader process has a memory ceiling, and a file that takes longer than the time limit has
+its reader killed and is recorded as failed; the next file gets a fresh reader.
 """
 
 from __future__ import annotations

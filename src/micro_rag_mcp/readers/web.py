@@ -31,6 +31,9 @@ from micro_rag_mcp.readers.text import decode_text_bytes
 logger = logging.getLogger(__name__)
 
 HTML_TIME_BUDGET_S = 60.0
+# The parser's cost grows with the square of nesting depth (a million nested tags would
+# take hours); real pages nest a few hundred deep at most.
+MAX_HTML_DEPTH = 10_000
 EPUB_MAX_CHAPTER_BYTES = 50 * 1024 * 1024
 
 
@@ -83,12 +86,41 @@ def add_html(
     """Add a page's blocks to ``builder``; return its ``<title>`` text."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(decode_html(data))
+    html = decode_html(data)
+    if nesting_depth(html, MAX_HTML_DEPTH) > MAX_HTML_DEPTH:
+        raise ReadError(f"refused: tags nested more than {MAX_HTML_DEPTH:,} deep")
+    tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
     title = title_node.text(deep=True) if title_node is not None else ""
     if tree.root is not None:
         _Walker(builder, headings, budget, path).walk(tree.root)
     return title
+
+
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
+# Elements that never contain others, or that the parser closes when a sibling starts.
+_FLAT = _tags(
+    "area base br col embed hr img input link meta param source track wbr p li dt dd tr td "
+    "th option optgroup thead tbody tfoot colgroup rb rt rp"
+)
+
+
+def nesting_depth(html: str, limit: int) -> int:
+    """How deep the page's tags nest, counted from its tags alone; stops past ``limit``."""
+    depth = deepest = 0
+    for match in _TAG.finditer(html):
+        closing, name, self_closing = match.groups()
+        if self_closing or name.lower() in _FLAT:
+            continue
+        if closing:
+            depth = max(0, depth - 1)
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+    return deepest
 
 
 class _Walker:

@@ -62,6 +62,7 @@ def scan_rules(settings: Settings) -> ScanRules:
         exts=settings.exts,
         exclude=(settings.index_folder,),
         skip_dirs=settings.skip_dirs,
+        ignore=settings.exclude,
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError
+from micro_rag_mcp.ignore import parse_rules
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -39,6 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="Comma-separated extensions and group names to index: 'docs' (every document "
         "format, the default), 'code' (source files), e.g. 'docs,code' or '.md,code'.",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="Leave out paths matching this .gitignore-style pattern (repeatable), "
+        "e.g. 'drafts/' or '*.min.js'.",
     )
     p.add_argument(
         "--chunk-size",
@@ -98,6 +107,19 @@ def parse_exts(value: str) -> tuple[str, ...]:
     return tuple(exts)
 
 
+def parse_excludes(values: Sequence[str]) -> tuple[str, ...]:
+    """The ``--exclude`` patterns, each checked to be one usable .gitignore line."""
+    patterns: list[str] = []
+    for value in values:
+        pattern = value.strip()
+        if not pattern or "\n" in pattern or pattern.startswith("#"):
+            raise ConfigError(f"--exclude {value!r}: give one pattern, such as 'drafts/'")
+        if not parse_rules([pattern]):
+            raise ConfigError(f"--exclude {value!r}: not a usable pattern")
+        patterns.append(pattern)
+    return tuple(patterns)
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Validate the flags into a Settings, or raise ConfigError with a one-line reason."""
     data = Path(args.data_folder).expanduser()
@@ -127,6 +149,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         title=args.title,
         instructions=args.inst,
         exts=parse_exts(args.exts),
+        exclude=parse_excludes(args.exclude),
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),

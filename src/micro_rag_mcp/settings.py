@@ -36,6 +36,7 @@ class Settings:
     max_file_bytes: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
     model_wait_s: float = 5.0
     read_timeout_s: float = 120.0  # a file whose reading takes longer is skipped
+    exclude: tuple[str, ...] = ()  # .gitignore-style patterns left out of the index
     skip_dirs: frozenset[str] = field(
         default_factory=lambda: frozenset({"node_modules", "__pycache__"})
     )

@@ -207,6 +207,7 @@ def test_a_passage_of_every_format_is_found_with_its_locator(tmp_path: Path) -> 
     make_epub(data / "book.epub", [("Book", "<h1>Voyage</h1><p>An albatross followed.</p>")])
     make_ipynb(data / "nb.ipynb", [md_cell("# Setup"), code_cell("capybara = 1")])
     (data / "notes.md").write_text("# Zoo\n\n## Birds\n\nThe cassowary is shy.\n")
+    (data / "ja.txt").write_text("東京都庁の職員は毎朝九時に会議を開きます。")
     expected = {
         "quokka": ("page.html", "Harbour", None),
         "narwhal": ("staff.csv", None, "rows 2–3"),
@@ -215,6 +216,7 @@ def test_a_passage_of_every_format_is_found_with_its_locator(tmp_path: Path) -> 
         "albatross": ("book.epub", "Voyage", None),
         "capybara": ("nb.ipynb", "Setup", "cells 1–2"),
         "cassowary": ("notes.md", "Zoo", None),  # the section where the passage starts
+        "会議": ("ja.txt", None, None),  # CJK: found by keyword at the default threshold
     }
 
     async def main() -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from micro_rag_mcp.cjk import bigrams, has_cjk
 from micro_rag_mcp.errors import IndexWriteError
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
     VALUES ('delete', old.id, old.title, old.text);
+END;
+-- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
 COMMIT;
 """
@@ -313,6 +319,14 @@ class Catalog:
                     for c in chunks
                 ),
             )
+            if any(has_cjk(c.title) or has_cjk(c.text) for c in chunks):
+                rows = conn.execute(
+                    "SELECT id, title, text FROM chunks WHERE file_id = ?", (file_id,)
+                ).fetchall()
+                conn.executemany(
+                    "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)",
+                    ((cid, bigrams(f"{title}\n{text}")) for cid, title, text in rows),
+                )
         return old
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
@@ -400,6 +414,15 @@ class Catalog:
             "SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
             (weights[0], weights[1], match, limit),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""
+        rows = self._conn.execute(
+            "SELECT rowid, -bm25(chunks_cjk) AS score FROM chunks_cjk "
+            "WHERE chunks_cjk MATCH ? ORDER BY score DESC LIMIT ?",
+            (match, limit),
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 

@@ -227,3 +227,29 @@ def test_a_passage_across_numbered_locators_names_them_all() -> None:
     assert locate.where(3, 4) == "cell 2"
     mixed = Locator("a\n\nb", locators=((0, "cell 1"), (3, 'sheet "X"')))
     assert mixed.where(0, 4) == "cell 1"
+
+
+def test_pdf_outline_entries_give_each_page_its_section(tmp_path: Path) -> None:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    from tests.docfactory import pdf_bytes
+
+    pages = ["Cover words.", "Intro words.", "More intro.", "Method words.", "Results words."]
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes(pages))))
+    part = writer.add_outline_item(title="Part One", page_number=1)
+    writer.add_outline_item(title="Method", page_number=3, parent=part)
+    writer.add_outline_item(title="Results", page_number=4)
+    path = tmp_path / "outlined.pdf"
+    with path.open("wb") as out:
+        writer.write(out)
+    doc = read_document(path, max_bytes=LIMIT)
+    locate = Locator(doc.text, doc.page_starts, sections=doc.sections)
+    assert [locate.section(start) for start in doc.page_starts] == [
+        None,
+        "Part One",
+        "Part One",
+        "Part One › Method",
+        "Results",
+    ]

@@ -51,7 +51,8 @@ class SearchHit(BaseModel):
     section: str | None = Field(
         None,
         description="Heading path where the passage starts, e.g. 'Chapter 2 › Results' "
-        "(Markdown, reST, HTML, DOCX headings, EPUB chapters, slide titles); null when none.",
+        "(Markdown, reST, HTML, DOCX headings, EPUB chapters, slide titles, PDF outline); "
+        "null when none.",
     )
     locator: str | None = Field(
         None,

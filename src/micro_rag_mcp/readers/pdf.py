@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import logging
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
+from micro_rag_mcp.readers.document import (
+    Document,
+    HeadingPath,
+    Marks,
+    clean_title,
+    normalize_text,
+)
 from micro_rag_mcp.readers.guards import Budget, short
 
 logger = logging.getLogger(__name__)
@@ -16,6 +23,8 @@ logger = logging.getLogger(__name__)
 # PDF work bounds.
 PDF_TIME_BUDGET_S = 60.0
 PDF_MAX_PAGES = 10_000
+MAX_OUTLINE_DEPTH = 8
+MAX_OUTLINE_ENTRIES = 10_000
 
 
 def read_pdf(
@@ -37,11 +46,13 @@ def read_pdf(
         try:
             texts = _extract_pages(pdf, path, time_budget, max_pages)
             title = _pdf_title(pdf, path)
+            outline = _outline(pdf, path)
         finally:
             pdf.close()
     if not any(texts):
         raise ReadError("no extractable text (scanned PDF without a text layer?)")
-    return _join_pages(texts, title)
+    doc = _join_pages(texts, title)
+    return replace(doc, sections=_page_sections(outline, doc.page_starts))
 
 
 def _open_pdf(stream: BinaryIO) -> Any:
@@ -108,6 +119,35 @@ def _pdf_title(pdf: Any, path: Path) -> str:
         logger.warning("%s: title could not be read: %s", path, short(e))
         return ""
     return clean_title(raw)
+
+
+def _outline(pdf: Any, path: Path) -> list[tuple[int, str, int]]:
+    """The outline (bookmarks) as (level from 1, title, 0-based page), in order."""
+    entries: list[tuple[int, str, int]] = []
+    try:
+        for item in pdf.get_toc(max_depth=MAX_OUTLINE_DEPTH):
+            if len(entries) >= MAX_OUTLINE_ENTRIES:
+                break
+            dest = item.get_dest()
+            page = dest.get_index() if dest is not None else None
+            if page is not None:
+                entries.append((item.level + 1, str(item.get_title()), int(page)))
+    except Exception as e:  # the outline is a nicety: never lose the text over it
+        logger.warning("%s: outline could not be read: %s", path, short(e))
+    return entries
+
+
+def _page_sections(outline: list[tuple[int, str, int]], page_starts: tuple[int, ...]) -> Marks:
+    """Each page's section: the path of the last outline entry pointing at or before it.
+
+    Passages are chunked page by page, so a page's start is where its section is marked.
+    """
+    by_page: dict[int, str] = {}
+    headings = HeadingPath()
+    for level, title, page in outline:
+        if 0 <= page < len(page_starts):
+            by_page[page] = headings.enter(level, title)
+    return tuple((page_starts[page], by_page[page]) for page in sorted(by_page))
 
 
 def _join_pages(texts: list[str], title: str) -> Document:

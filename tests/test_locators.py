@@ -195,6 +195,14 @@ def test_rows_stay_whole_without_overlap_and_chunks_never_span_a_break(tmp_path:
     assert not any("Q3" in c.text and "Q4" in c.text for c in chunks)
 
 
+def test_a_table_without_sheets_cites_its_rows_not_lines(tmp_path: Path) -> None:
+    b = DocumentBuilder()
+    for row in (2, 3):
+        b.add(f"Name: person {row}", sep="\n", row=row)
+    _, chunks = _extract(b.build(), tmp_path / "t.csv", make_settings(tmp_path))
+    assert [(c.locator, c.line_start, c.line_end) for c in chunks] == [("rows 2–3", None, None)]
+
+
 def test_sections_and_locators_are_stored_and_returned_by_search(
     engine: Engine, data: Path
 ) -> None:

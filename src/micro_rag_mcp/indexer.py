@@ -182,7 +182,7 @@ def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[N
     A PDF is chunked page by page, so every passage cites exactly one page; likewise no
     passage spans one of the document's breaks (a sheet, a slide). Table rows are kept
     whole: a document with rows is chunked at row ends without overlap. Lines are given
-    for documents without pages or locators (lines of the extracted text).
+    for documents without pages, locators or rows (lines of the extracted text).
     """
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
@@ -193,7 +193,7 @@ def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[N
     bounds = sorted({0, *doc.page_starts, *doc.breaks})
     segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)
     overlap = 0 if doc.rows else settings.chunk_overlap
-    with_lines = not (doc.page_starts or doc.locators)
+    with_lines = not (doc.page_starts or doc.locators or doc.rows)
     chunks: list[NewChunk] = []
     for seg_start, seg_end in segments:
         for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, overlap):

@@ -15,6 +15,15 @@ from mcp import Client, StdioServerParameters
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from tests.docfactory import Heading, Table, make_docx, make_pdf
+from tests.formatfactory import (
+    Slide,
+    code_cell,
+    make_epub,
+    make_ipynb,
+    make_pptx,
+    make_xlsx,
+    md_cell,
+)
 
 
 def server_params(
@@ -232,3 +241,45 @@ def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
     anyio.run(main)
     assert (alpha / "index" / "catalog.sqlite3").exists()
     assert (beta / "index" / "catalog.sqlite3").exists()
+
+
+def test_a_passage_of_every_format_is_found_with_its_locator(tmp_path: Path) -> None:
+    """A mixed folder over stdio: each format's passage comes back where it is in the file."""
+    data = tmp_path / "docs"
+    data.mkdir()
+    (data / "page.html").write_text(
+        "<html><head><title>Guide</title></head><body><nav>Menu</nav>"
+        "<h1>Harbour</h1><p>The quokka ferry leaves at dawn.</p></body></html>"
+    )
+    (data / "staff.csv").write_text("Name,Animal\nAda,wombat\nBob,narwhal\n")
+    make_xlsx(data / "sales.xlsx", {"Q3": [["Region", "Mascot"], ["North", "axolotl"]]})
+    make_pptx(data / "deck.pptx", [Slide("Intro"), Slide("Plans", body=["Adopt a pangolin"])])
+    make_epub(data / "book.epub", [("Book", "<h1>Voyage</h1><p>An albatross followed.</p>")])
+    make_ipynb(data / "nb.ipynb", [md_cell("# Setup"), code_cell("capybara = 1")])
+    (data / "notes.md").write_text("# Zoo\n\n## Birds\n\nThe cassowary is shy.\n")
+    (data / "ja.txt").write_text("東京都庁の職員は毎朝九時に会議を開きます。")
+    expected = {
+        "quokka": ("page.html", "Harbour", None),
+        "narwhal": ("staff.csv", None, "rows 2–3"),
+        "axolotl": ("sales.xlsx", None, 'sheet "Q3" row 2'),
+        "pangolin": ("deck.pptx", "Plans", "slide 2"),
+        "albatross": ("book.epub", "Voyage", None),
+        "capybara": ("nb.ipynb", "Setup", "cells 1–2"),
+        "cassowary": ("notes.md", "Zoo", None),  # the section where the passage starts
+        "会議": ("ja.txt", None, None),  # CJK: found by keyword at the default threshold
+    }
+
+    async def main() -> dict[str, dict[str, Any]]:
+        async with Client(server_params(data)) as client:
+            await wait_idle(client)
+            found = {}
+            for word in expected:
+                out = await client.call_tool("search", {"query": word, "top_k": 1})
+                found[word] = out.structured_content["results"][0]  # type: ignore[index]
+            return found
+
+    found = anyio.run(main)
+    for word, (path, section, locator) in expected.items():
+        hit = found[word]
+        assert (hit["path"], hit["section"], hit["locator"]) == (path, section, locator), word
+        assert word in hit["snippet"]

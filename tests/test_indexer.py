@@ -286,3 +286,29 @@ def test_a_pdf_is_found_by_the_title_in_its_metadata(engine: Engine, data: Path)
     titles = {r[0] for r in conn.execute("SELECT DISTINCT title FROM chunks")}
     conn.close()
     assert titles == {"2023 Q1 ZNZB — Zanzibar Ltd", "other"}
+
+
+def test_a_file_newly_ignored_leaves_the_index_and_exclude_keeps_paths_out(data: Path) -> None:
+    write(data / "keep.txt", "kept words")
+    write(data / "drafts" / "d.txt", "draft words")
+    write(data / "scratch.md", "scratch words")
+    engine = Engine(make_settings(data, exclude=("*.md",)), FakeEmbedder)
+    engine.load_model()
+    try:
+        assert engine.reindex().files_added == 2
+        (data / ".gitignore").write_text("drafts/\n")
+        report = engine.reindex()
+        assert report.files_removed == 1
+        assert set(catalog_rows(data / "index")) == {"keep.txt"}
+    finally:
+        engine.stop()
+
+
+def test_exclude_patterns_are_checked_on_the_command_line() -> None:
+    from micro_rag_mcp.errors import ConfigError
+    from micro_rag_mcp.main import parse_excludes
+
+    assert parse_excludes([" drafts/ ", "*.min.js"]) == ("drafts/", "*.min.js")
+    for bad in ["", "# comment", "a\nb"]:
+        with pytest.raises(ConfigError, match="--exclude"):
+            parse_excludes([bad])

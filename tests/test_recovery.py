@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.catalog import SCHEMA_VERSION
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import IndexWriteError
 from tests.conftest import fail_listing, make_settings
@@ -94,7 +95,7 @@ def test_foreign_schema_version_is_set_aside_and_rebuilt(
     (indexed / "index" / "manifest.jsonl").write_text('{"id": 1}\n')  # an 0.1.x leftover
     fresh_engine(indexed).reindex()
     assert "schema version '1'" in caplog.text
-    assert (indexed / "index" / "version").read_text().strip() == "2"
+    assert (indexed / "index" / "version").read_text().strip() == SCHEMA_VERSION
     assert_converged(indexed)
 
 

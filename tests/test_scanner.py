@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.errors import InvalidArgument
+from micro_rag_mcp.ignore import ignored, parse_rules
 from micro_rag_mcp.scanner import PathGlob, ScanRules, scan
 from tests.conftest import fail_listing
 
@@ -110,3 +111,86 @@ def test_a_folder_that_cannot_be_listed_is_reported(
     assert [f.rel for f in result.files] == ["ok/a.txt"]
     assert result.unlisted == ["share/"] and result.may_hold("share/b.txt")
     assert not result.may_hold("ok/b.txt")
+
+
+# --------------------------------------------------------------------------- ignore rules
+
+
+def scan_rels(root: Path, ignore: tuple[str, ...] = (), ignore_files: bool = True) -> list[str]:
+    rules = ScanRules(root, (".txt", ".md"), (), frozenset(), ignore, ignore_files)
+    return sorted(f.rel for f in scan(rules).files)
+
+
+def test_gitignore_and_ignore_files_leave_paths_out(tmp_path: Path) -> None:
+    for rel in [
+        "a.txt",
+        "keep.md",
+        "notes/secret-plan.md",
+        "notes/public.md",
+        "build/out.txt",
+        "docs/build/inner.txt",
+        "drafts/d.txt",
+        "docs/drafts/d.txt",
+        "sub/local.txt",
+        "sub/deeper/local.txt",
+        "sub/important.txt",
+        "sub/other.txt",
+        "logs/app.txt",
+    ]:
+        touch(tmp_path / rel)
+    (tmp_path / ".gitignore").write_text(
+        "# comment\n*.md\n!keep.md\nbuild/\n/drafts\nsub/important.txt\n"
+    )
+    (tmp_path / ".ignore").write_text("logs\n")
+    (tmp_path / "sub" / ".gitignore").write_text("local.txt\n!important.txt\n")
+    assert scan_rels(tmp_path) == [
+        "a.txt",
+        "docs/drafts/d.txt",  # "/drafts" is anchored to the folder of its .gitignore
+        "keep.md",
+        "sub/important.txt",  # the deeper file's "!" wins
+        "sub/other.txt",
+    ]
+    assert len(scan_rels(tmp_path, ignore_files=False)) == 13
+
+
+def test_a_path_inside_an_ignored_folder_cannot_be_taken_back(tmp_path: Path) -> None:
+    touch(tmp_path / "build" / "keep.txt")
+    (tmp_path / ".gitignore").write_text("build/\n!build/keep.txt\n")
+    assert scan_rels(tmp_path) == []
+
+
+def test_exclude_patterns_always_apply(tmp_path: Path) -> None:
+    for rel in ["a.txt", "b.md", "old/x.txt", "deep/old/y.txt", "deep/z.txt"]:
+        touch(tmp_path / rel)
+    (tmp_path / ".gitignore").write_text("!b.md\n")
+    assert scan_rels(tmp_path, ignore=("*.md", "old/")) == ["a.txt", "deep/z.txt"]
+    assert scan_rels(tmp_path, ignore=("/old", "deep/**/z.txt")) == [
+        "a.txt",
+        "b.md",
+        "deep/old/y.txt",
+    ]
+
+
+def test_virtual_environments_are_never_entered(tmp_path: Path) -> None:
+    touch(tmp_path / "env" / "lib" / "site.txt")
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    touch(tmp_path / "a.txt")
+    assert scan_rels(tmp_path) == ["a.txt"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "is_dir", "hit"),
+    [
+        ("*.log", "a/b/c.log", False, True),
+        ("a/*.log", "a/b/c.log", False, False),
+        ("a/**/c.log", "a/b/x/c.log", False, True),
+        ("**/tmp", "x/tmp", True, True),
+        ("tmp/", "x/tmp", False, False),
+        ("file[0-9].txt", "file7.txt", False, True),
+        ("file[!0-9].txt", "file7.txt", False, False),
+        ("\\#notes.txt", "#notes.txt", False, True),
+        ("doc?.md", "doc/.md", False, False),
+    ],
+)
+def test_gitignore_pattern_syntax(pattern: str, path: str, is_dir: bool, hit: bool) -> None:
+    assert ignored(parse_rules([pattern]), path, is_dir) is hit

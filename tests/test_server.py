@@ -185,6 +185,7 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     top = out["results"][0]
     assert top["path"] == "zeppelin.md" and top["ext"] == ".md"
     assert top["line_start"] == 1 and top["line_end"] == 3
+    assert top["section"] == "Airships" and top["locator"] is None
     assert "Hindenburg" in top["snippet"]
     assert out["index"]["files_indexed"] == 2
     assert out["index"]["chunks_total"] == out["index"]["chunks_with_vectors"] == 2
@@ -220,13 +221,14 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
     [
         (
             "nomatch/**",
-            'path_glob "nomatch/**" matches no .txt, .md, .pdf or .docx file in the data '
-            "folder; nothing was read or removed",
+            'path_glob "nomatch/**" matches no file of the 19 indexed types (--exts) in the '
+            "data folder; nothing was read or removed",
         ),
         (
             "[unclosed",
-            'path_glob "[unclosed" matches no .txt, .md, .pdf or .docx file in the data '
-            'folder; nothing was read or removed (a "[" without a closing "]" matches itself)',
+            'path_glob "[unclosed" matches no file of the 19 indexed types (--exts) in the '
+            'data folder; nothing was read or removed (a "[" without a closing "]" matches '
+            "itself)",
         ),
     ],
 )

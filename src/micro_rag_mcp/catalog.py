@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from micro_rag_mcp.cjk import bigrams, has_cjk
 from micro_rag_mcp.errors import IndexWriteError
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 _SCHEMA = """
 BEGIN;
@@ -53,7 +54,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     line_end    INTEGER,
     page        INTEGER,
     title       TEXT NOT NULL DEFAULT '',
-    text        TEXT NOT NULL
+    text        TEXT NOT NULL,
+    section     TEXT,
+    locator     TEXT
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -67,6 +70,11 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
     VALUES ('delete', old.id, old.title, old.text);
+END;
+-- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
 COMMIT;
 """
@@ -110,6 +118,8 @@ class NewChunk:
     page: int | None
     title: str
     text: str
+    section: str | None = None  # heading path above the passage
+    locator: str | None = None  # position in the file's own terms ("slide 4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,8 @@ class StoredChunk:
     line_end: int | None
     page: int | None
     text: str
+    section: str | None = None
+    locator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +300,8 @@ class Catalog:
             file_id = self._upsert_file(conn, record)
             conn.executemany(
                 "INSERT INTO chunks(file_id, chunk_index, char_start, char_end, line_start, "
-                "line_end, page, title, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "line_end, page, title, text, section, locator)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     (
                         file_id,
@@ -300,10 +313,20 @@ class Catalog:
                         c.page,
                         c.title,
                         c.text,
+                        c.section,
+                        c.locator,
                     )
                     for c in chunks
                 ),
             )
+            if any(has_cjk(c.title) or has_cjk(c.text) for c in chunks):
+                rows = conn.execute(
+                    "SELECT id, title, text FROM chunks WHERE file_id = ?", (file_id,)
+                ).fetchall()
+                conn.executemany(
+                    "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)",
+                    ((cid, bigrams(f"{title}\n{text}")) for cid, title, text in rows),
+                )
         return old
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:
@@ -368,7 +391,7 @@ class Catalog:
         """The chunks (joined with their files) for the given ids that still exist."""
         rows = self._select_ids(
             "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-            " c.line_start, c.line_end, c.page, c.text FROM chunks c"
+            " c.line_start, c.line_end, c.page, c.text, c.section, c.locator FROM chunks c"
             " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
             ids,
         )
@@ -391,6 +414,15 @@ class Catalog:
             "SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
             (weights[0], weights[1], match, limit),
+        )
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+        """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""
+        rows = self._conn.execute(
+            "SELECT rowid, -bm25(chunks_cjk) AS score FROM chunks_cjk "
+            "WHERE chunks_cjk MATCH ? ORDER BY score DESC LIMIT ?",
+            (match, limit),
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 

@@ -18,6 +18,7 @@ _WS = re.compile(r"\s")
 _LAST_PARAGRAPH = re.compile(r".*(\n[^\S\n]*\n)", re.DOTALL)
 _LAST_SENTENCE_END = re.compile(r".*(?:[.?!](?=\s)|[。！？](?=.))", re.DOTALL)
 _LAST_WS = re.compile(r".*\s", re.DOTALL)
+_NUMBERED = re.compile(r"([a-z]+) (\d+)")  # a locator such as "cell 7"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +115,29 @@ def _word_start_near(text: str, target: int, lo: int, hi: int) -> int:
 
 
 class Locator:
-    """Maps offsets in one document's text to 1-based line and page numbers."""
+    """Maps offsets in one document's text to lines, pages, sections and locators.
 
-    __slots__ = ("_newlines", "_page_starts")
+    ``sections`` and ``locators`` are ``(offset, label)`` marks sorted by offset, ``rows``
+    ``(offset, row number)`` marks; see ``readers.Document``.
+    """
 
-    def __init__(self, text: str, page_starts: Sequence[int] = ()) -> None:
+    __slots__ = ("_newlines", "_page_starts", "_rows", "_row_starts", "_sections", "_spots")
+
+    def __init__(
+        self,
+        text: str,
+        page_starts: Sequence[int] = (),
+        *,
+        sections: Sequence[tuple[int, str]] = (),
+        locators: Sequence[tuple[int, str]] = (),
+        rows: Sequence[tuple[int, int]] = (),
+    ) -> None:
         self._newlines = [m.start() for m in re.finditer("\n", text)]
         self._page_starts = tuple(page_starts)
+        self._sections = _Marks(sections)
+        self._spots = _Marks(locators)
+        self._row_starts = [offset for offset, _ in rows]
+        self._rows = [row for _, row in rows]
 
     def lines(self, start: int, end: int) -> tuple[int, int]:
         """First and last line (1-based) of ``text[start:end]``."""
@@ -133,3 +150,57 @@ class Locator:
         if not self._page_starts:
             return None
         return max(1, bisect_right(self._page_starts, start))
+
+    def section(self, start: int) -> str | None:
+        """The heading path in force at ``start``; None under no heading."""
+        return self._sections.at(start)[1] or None
+
+    def where(self, start: int, end: int) -> str | None:
+        """The position of ``text[start:end]`` in the file's own terms, or None.
+
+        The locator in force at ``start`` (``slide 4``), followed by the rows the passage
+        covers when the document has rows (``sheet "Q3" rows 12–30``); a row counts only
+        after the locator it falls under. A passage across numbered locators of one kind
+        names them all (``cells 3–5``).
+        """
+        since, label = self._spots.at(start)
+        label = _span(label, self._spots.at(end - 1)[1] if end > start else label)
+        rows = self._rows_between(max(since, 0), start, end)
+        if rows:
+            first_row, last_row = rows
+            span = f"row {first_row}" if first_row == last_row else f"rows {first_row}–{last_row}"
+            label = f"{label} {span}" if label else span
+        return label or None
+
+    def _rows_between(self, floor: int, start: int, end: int) -> tuple[int, int] | None:
+        """First and last row numbers of rows starting in ``[floor, end)`` that reach ``start``."""
+        lo = bisect_right(self._row_starts, start) - 1
+        if lo < 0 or self._row_starts[lo] < floor:
+            lo += 1  # no row in force at start: the first row starting after it
+        hi = bisect_left(self._row_starts, end) - 1
+        if lo > hi or lo >= len(self._rows):
+            return None
+        return self._rows[lo], self._rows[hi]
+
+
+def _span(first: str, last: str) -> str:
+    """``cell 3`` to ``cell 5`` is ``cells 3–5``; anything else is ``first``."""
+    a, b = _NUMBERED.fullmatch(first), _NUMBERED.fullmatch(last)
+    if a is None or b is None or first == last or a.group(1) != b.group(1):
+        return first
+    return f"{a.group(1)}s {a.group(2)}–{b.group(2)}"
+
+
+class _Marks:
+    """``(offset, label)`` marks, looked up by the offset they are in force at."""
+
+    __slots__ = ("_labels", "_offsets")
+
+    def __init__(self, marks: Sequence[tuple[int, str]]) -> None:
+        self._offsets = [offset for offset, _ in marks]
+        self._labels = [label for _, label in marks]
+
+    def at(self, offset: int) -> tuple[int, str]:
+        """The mark in force at ``offset`` as (its offset, its label); (-1, "") if none."""
+        i = bisect_right(self._offsets, offset) - 1
+        return (self._offsets[i], self._labels[i]) if i >= 0 else (-1, "")

@@ -52,6 +52,7 @@ def scan_rules(settings: Settings) -> ScanRules:
         exts=settings.exts,
         exclude=(settings.index_folder,),
         skip_dirs=settings.skip_dirs,
+        ignore=settings.exclude,
     )
 
 
@@ -168,23 +169,40 @@ def _store(
 def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
     """Chunk and locate one document; raise ReadError if it has no text.
 
-    A PDF is chunked page by page, so every passage cites exactly one page.
+    A PDF is chunked page by page, so every passage cites exactly one page; likewise no
+    passage spans one of the document's breaks (a sheet, a slide). Table rows are kept
+    whole: a document with rows is chunked at row ends without overlap. Lines are given
+    for documents without pages, locators or rows (lines of the extracted text).
     """
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
     title = document_title(path, doc.title)
-    locate = Locator(doc.text, doc.page_starts)
-    bounds = list(doc.page_starts) or [0]
+    locate = Locator(
+        doc.text, doc.page_starts, sections=doc.sections, locators=doc.locators, rows=doc.rows
+    )
+    bounds = sorted({0, *doc.page_starts, *doc.breaks})
     segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)
+    overlap = 0 if doc.rows else settings.chunk_overlap
+    with_lines = not (doc.page_starts or doc.locators or doc.rows)
     chunks: list[NewChunk] = []
     for seg_start, seg_end in segments:
-        for c in chunk_text(
-            doc.text[seg_start:seg_end], settings.chunk_size, settings.chunk_overlap
-        ):
+        for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, overlap):
             start, end = seg_start + c.start, seg_start + c.end
-            first, last = (None, None) if doc.page_starts else locate.lines(start, end)
-            page = locate.page(start)
-            chunks.append(NewChunk(len(chunks), start, end, first, last, page, title, c.text))
+            first, last = locate.lines(start, end) if with_lines else (None, None)
+            chunks.append(
+                NewChunk(
+                    len(chunks),
+                    start,
+                    end,
+                    first,
+                    last,
+                    locate.page(start),
+                    title,
+                    c.text,
+                    section=locate.section(start),
+                    locator=locate.where(start, end),
+                )
+            )
     return doc.text, chunks
 
 

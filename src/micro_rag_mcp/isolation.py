@@ -1,13 +1,14 @@
 """Reading documents in a child process, so no single file can hang or exhaust the server.
 
-PDF and DOCX parsers run arbitrary work on untrusted bytes. The reader process has a
-memory ceiling, and a file that takes longer than the time limit has its reader killed
-and is recorded as failed; the next file gets a fresh reader.
+Document parsers (PDF, Office, HTML, ...) run arbitrary work on untrusted bytes. The
+reader process has a memory ceiling, and a file that takes longer than the time limit has
+its reader killed and is recorded as failed; the next file gets a fresh reader.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import resource
@@ -51,13 +52,18 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
         path, max_bytes, root = request
         try:
             doc = _read_inside(Path(path), max_bytes, Path(root))
-            conn.send(("ok", doc.text, doc.page_starts, doc.title))
+            conn.send(("ok", *_fields(doc)))
         except ReadError as e:
             conn.send(("error", str(e), e.transient or isinstance(e.__cause__, OSError)))
         except MemoryError:
             conn.send(("error", "reading needs more memory than the reader may use", False))
         except Exception as e:  # a parser bug must cost one file, not the reader
             conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300], False))
+
+
+def _fields(doc: Document) -> tuple[Any, ...]:
+    """A document as plain values (str, int, tuples) in field order, to cross the pipe."""
+    return tuple(getattr(doc, f.name) for f in dataclasses.fields(doc))
 
 
 _PROC_FD = Path("/proc/self/fd")
@@ -116,7 +122,7 @@ class IsolatedReader:
                 f"the reader process died on this file (exit code {code})", transient=True
             ) from e
         if answer[0] == "ok":
-            return Document(answer[1], tuple(answer[2]), answer[3])
+            return Document(*answer[1:])
         raise ReadError(answer[1], transient=answer[2])
 
     def _connection(self) -> Connection:

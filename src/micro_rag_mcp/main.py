@@ -11,11 +11,12 @@ from pathlib import Path
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError
+from micro_rag_mcp.ignore import parse_rules
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
-    DEFAULT_EXTS,
     DEFAULT_MAX_FILE_MB,
+    EXT_GROUPS,
     Settings,
 )
 
@@ -35,8 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-folder", help="Where the index lives (default: <data-folder>/index).")
     p.add_argument(
         "--exts",
-        default=",".join(DEFAULT_EXTS),
-        help=f"Comma-separated extensions to index (default: {','.join(DEFAULT_EXTS)}).",
+        default="docs",
+        metavar="LIST",
+        help="Comma-separated extensions and group names to index: 'docs' (every document "
+        "format, the default), 'code' (source files), e.g. 'docs,code' or '.md,code'.",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="Leave out paths matching this .gitignore-style pattern (repeatable), "
+        "e.g. 'drafts/' or '*.min.js'.",
     )
     p.add_argument(
         "--chunk-size",
@@ -68,26 +79,45 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-SUPPORTED_EXTS = frozenset(DEFAULT_EXTS)
+SUPPORTED_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
 
 
 def parse_exts(value: str) -> tuple[str, ...]:
+    """Suffixes (``.md`` or ``md``) and group names (``docs``, ``code``), in order, once each."""
     exts: list[str] = []
     for raw in value.split(","):
-        ext = raw.strip().lower()
-        if not ext:
+        item = raw.strip().lower()
+        if not item:
             continue
-        ext = ext if ext.startswith(".") else f".{ext}"
+        if item in EXT_GROUPS:
+            exts.extend(ext for ext in EXT_GROUPS[item] if ext not in exts)
+            continue
+        ext = item if item.startswith(".") else f".{item}"
         if ext not in SUPPORTED_EXTS:
+            groups = ", ".join(EXT_GROUPS)
             supported = ", ".join(sorted(SUPPORTED_EXTS))
             raise ConfigError(
-                f"--exts: unsupported extension {raw.strip()!r} (supported: {supported})"
+                f"--exts: unsupported extension {raw.strip()!r} (groups: {groups}; "
+                f"extensions: {supported})"
             )
         if ext not in exts:
             exts.append(ext)
     if not exts:
         raise ConfigError("--exts: no extension given")
     return tuple(exts)
+
+
+def parse_excludes(values: Sequence[str]) -> tuple[str, ...]:
+    """The ``--exclude`` patterns, each checked to be one usable .gitignore line."""
+    patterns: list[str] = []
+    for value in values:
+        pattern = value.strip()
+        if not pattern or "\n" in pattern or pattern.startswith("#"):
+            raise ConfigError(f"--exclude {value!r}: give one pattern, such as 'drafts/'")
+        if not parse_rules([pattern]):
+            raise ConfigError(f"--exclude {value!r}: not a usable pattern")
+        patterns.append(pattern)
+    return tuple(patterns)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -118,6 +148,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         title=args.title,
         instructions=args.inst,
         exts=parse_exts(args.exts),
+        exclude=parse_excludes(args.exclude),
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),

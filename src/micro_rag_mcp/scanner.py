@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from micro_rag_mcp.errors import InvalidArgument
+from micro_rag_mcp.ignore import Rule, ignored, parse_rules, read_rule_files
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ class ScanRules:
     exts: tuple[str, ...]
     exclude: tuple[Path, ...]  # real paths never entered (the index folder)
     skip_dirs: frozenset[str]
+    ignore: tuple[str, ...] = ()  # .gitignore-style patterns that always apply (--exclude)
+    ignore_files: bool = True  # honour .gitignore and .ignore files in the folder
 
 
 class Scope(Protocol):
@@ -51,7 +54,9 @@ class Scope(Protocol):
 def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     """Every indexable regular file under the root, and the folders that could not be listed.
 
-    Hidden entries, ``skip_dirs`` and the excluded folders are never entered. Symlinked
+    Hidden entries, ``skip_dirs``, virtual environments (a folder with ``pyvenv.cfg``),
+    the excluded folders and what ``.gitignore``/``.ignore`` files or the ``ignore``
+    patterns leave out are never entered (see ``ignore.py``). Symlinked
     folders are not followed (no loops, nothing outside the root); a symlinked file is
     taken only if its real path lies inside the root. Iterative, so depth is no limit.
     A folder that cannot be listed (permissions, an I/O error, an unmounted share) is
@@ -65,9 +70,10 @@ def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
 def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterator[ScannedFile]:
     root = Path(os.path.realpath(rules.root))
     exclude = {os.path.realpath(p) for p in rules.exclude}
-    stack: list[tuple[str, str]] = [(str(root), "")]
+    always = parse_rules(rules.ignore)
+    stack: list[tuple[str, str, list[Rule]]] = [(str(root), "", [])]
     while stack:
-        folder, prefix = stack.pop()
+        folder, prefix, inherited = stack.pop()
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name, reverse=True)
@@ -75,18 +81,32 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
             logger.warning("cannot list %s: %s", folder, e.strerror or e)
             unlisted.append(prefix)
             continue
+        local = inherited
+        if rules.ignore_files:
+            local = inherited + read_rule_files(Path(folder), prefix)
+
+        def left_out(rel: str, is_dir: bool, local: list[Rule] = local) -> bool:
+            return ignored(always, rel, is_dir) or ignored(local, rel, is_dir)
+
         for entry in entries:
             name = entry.name
             if name.startswith(".") or not _encodable(name, folder):
                 continue
             rel = f"{prefix}{name}"
             if entry.is_dir(follow_symlinks=False):
-                if name not in rules.skip_dirs and os.path.realpath(entry.path) not in exclude:
-                    stack.append((entry.path, rel + "/"))
+                if (
+                    name not in rules.skip_dirs
+                    and os.path.realpath(entry.path) not in exclude
+                    and not left_out(rel, True)
+                    and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+                ):
+                    stack.append((entry.path, rel + "/", local))
                 continue
             if os.path.splitext(name)[1].lower() not in rules.exts:
                 continue
             if scope is not None and not scope.matches(rel):
+                continue
+            if left_out(rel, False):
                 continue
             found = _regular_file(entry, root, rel)
             if found is not None:

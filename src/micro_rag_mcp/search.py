@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.cjk import cjk_query
 from micro_rag_mcp.results import Hit
 from micro_rag_mcp.vectors import VectorStore
 
@@ -161,6 +162,9 @@ def hybrid_search(
         match = fts_query(query, stopwords=stopwords) if "keyword" in params.channels else None
         if match is not None:
             keyword_hits = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
+        cjk = cjk_query(query) if "keyword" in params.channels else None
+        if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
+            keyword_hits = _merged(keyword_hits, catalog.cjk_search(cjk, params.depth))
         found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in vector_hits}
         for cid, _ in keyword_hits:
             found_by[cid] = (*found_by.get(cid, ()), "keyword")
@@ -184,7 +188,7 @@ def hybrid_search(
                 if use_vectors
                 else {}
             )
-            ran = int(use_vectors) + int(match is not None)
+            ran = int(use_vectors) + int(match is not None or cjk is not None)
             fused = convex(
                 vector_scores,
                 dict(keyword_hits),
@@ -193,6 +197,16 @@ def hybrid_search(
             )
         ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
         return _fetch_best(catalog, ranked, fused, cosine, found_by, top_k, score_threshold)
+
+
+def _merged(
+    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Two keyword result lists as one: a chunk in both gets the sum, best first."""
+    scores = dict(first)
+    for cid, score in second:
+        scores[cid] = scores.get(cid, 0.0) + score
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _with_heads(

@@ -56,6 +56,17 @@ class SearchHit(BaseModel):
         description="The ranking key: the fused relevance of both channels (0-1); results "
         "are ordered by it, so score (the cosine alone) need not decrease."
     )
+    section: str | None = Field(
+        None,
+        description="Heading path where the passage starts, e.g. 'Chapter 2 › Results' "
+        "(Markdown, reST, HTML, DOCX headings, EPUB chapters, slide titles, PDF outline); "
+        "null when none.",
+    )
+    locator: str | None = Field(
+        None,
+        description="Where the passage is in the file's own terms, e.g. 'slide 4', "
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
+    )
 
 
 class IndexStatus(BaseModel):
@@ -131,6 +142,8 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         matched_by=list(hit.channels),
         rank=rank,
         relevance=round(hit.fused, 4),
+        section=c.section,
+        locator=c.locator,
     )
 
 
@@ -165,10 +178,9 @@ def _reindex_notices(
     seen = report.files_added + report.files_updated + report.files_removed
     if path_glob is None or seen + report.files_unchanged or report.files_failed:
         return []
-    kinds = f"{', '.join(exts[:-1])} or {exts[-1]}" if len(exts) > 1 else "".join(exts)
     notice = (
-        f"path_glob {shown(path_glob)} matches no {kinds + ' ' if kinds else ''}file in the "
-        "data folder; nothing was read or removed"
+        f"path_glob {shown(path_glob)} matches no file of the {len(exts)} indexed types "
+        "(--exts) in the data folder; nothing was read or removed"
     )
     if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):
         notice += ' (a "[" without a closing "]" matches itself)'

@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_EXTS: tuple[str, ...] = (".txt", ".md", ".pdf", ".docx")
+# Document formats, indexed by default (group "docs"), and source code (group "code"),
+# indexed only when asked for. Each suffix has a reader in readers.READERS.
+DOC_EXTS: tuple[str, ...] = (
+    *(".txt", ".md", ".pdf", ".docx", ".xlsx", ".pptx", ".html", ".htm", ".epub"),
+    *(".csv", ".tsv", ".ipynb", ".rst", ".org", ".tex", ".json", ".yaml", ".yml", ".toml"),
+)
+CODE_EXTS: tuple[str, ...] = (
+    *(".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".cpp", ".h", ".cs", ".rb", ".php"),
+    *(".sh", ".sql"),
+)
+EXT_GROUPS: dict[str, tuple[str, ...]] = {"docs": DOC_EXTS, "code": CODE_EXTS}
+DEFAULT_EXTS = DOC_EXTS
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 200
 DEFAULT_MAX_FILE_MB = 100.0
@@ -25,6 +36,7 @@ class Settings:
     max_file_bytes: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
     model_wait_s: float = 5.0
     read_timeout_s: float = 120.0  # a file whose reading takes longer is skipped
+    exclude: tuple[str, ...] = ()  # .gitignore-style patterns left out of the index
     skip_dirs: frozenset[str] = field(
         default_factory=lambda: frozenset({"node_modules", "__pycache__"})
     )

@@ -1,0 +1,53 @@
+"""Chinese, Japanese and Korean text for the keyword channel, as overlapping bigrams.
+
+FTS5's ``unicode61`` tokenizer takes an unspaced run of CJK characters for one word, so
+a query finds a passage only by repeating the whole run. Each run is therefore also
+indexed as its overlapping character pairs (``東京都庁`` → ``東京 京都 都庁``), and a
+query's run becomes the phrase of its pairs: a passage matches when it contains the
+run anywhere. Text without CJK characters gets nothing, so English is unaffected.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_QUERY_RUNS = 16
+MAX_QUERY_RUN_CHARS = 64
+
+# Han (with extensions and compatibility), kana, Hangul syllables and jamo, bopomofo.
+_CJK = (
+    "\u1100-\u11ff\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff"
+    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff"
+    "\uff66-\uff9f\U00020000-\U0002fa1f"
+)
+_RUN = re.compile(f"[{_CJK}]+")
+
+
+def has_cjk(text: str) -> bool:
+    return _RUN.search(text) is not None
+
+
+def bigrams(text: str) -> str:
+    """The text's CJK runs as space-separated bigrams (a lone character stays one)."""
+    grams: list[str] = []
+    for run in _RUN.findall(text):
+        if len(run) == 1:
+            grams.append(run)
+        else:
+            grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return " ".join(grams)
+
+
+def cjk_query(text: str) -> str | None:
+    """An FTS5 expression over bigrams matching any CJK run of two or more characters.
+
+    Each run is a quoted phrase of its bigrams, so FTS5 syntax is never interpreted;
+    None when the text has no such run.
+    """
+    phrases: dict[str, None] = {}
+    for run in _RUN.findall(text):
+        if len(run) >= 2:
+            phrases[f'"{bigrams(run[:MAX_QUERY_RUN_CHARS])}"'] = None
+        if len(phrases) >= MAX_QUERY_RUNS:
+            break
+    return " OR ".join(phrases) if phrases else None

@@ -1,0 +1,159 @@
+"""PDF: text page by page with pdfium (pypdfium2), and the document's title."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers.document import (
+    Document,
+    HeadingPath,
+    Marks,
+    clean_title,
+    normalize_text,
+)
+from micro_rag_mcp.readers.guards import Budget, short
+
+logger = logging.getLogger(__name__)
+
+# PDF work bounds.
+PDF_TIME_BUDGET_S = 60.0
+PDF_MAX_PAGES = 10_000
+MAX_OUTLINE_DEPTH = 8
+MAX_OUTLINE_ENTRIES = 10_000
+
+
+def read_pdf(
+    path: Path,
+    *,
+    time_budget: float = PDF_TIME_BUDGET_S,
+    max_pages: int = PDF_MAX_PAGES,
+) -> Document:
+    """Extract text page by page; pages joined by a blank line, offsets in ``page_starts``.
+
+    A page that fails is logged and left empty. Extraction stops (with a warning) after
+    ``max_pages`` pages or once ``time_budget`` seconds have passed; the budget is checked
+    between pages, so a single pathological page can still take long. The file is read
+    through one open stream, never reopened by name (``path`` may be a descriptor's
+    ``/proc/self/fd/N``).
+    """
+    with open(path, "rb") as stream:
+        pdf = _open_pdf(stream)
+        try:
+            texts = _extract_pages(pdf, path, time_budget, max_pages)
+            title = _pdf_title(pdf, path)
+            outline = _outline(pdf, path)
+        finally:
+            pdf.close()
+    if not any(texts):
+        raise ReadError("no extractable text (scanned PDF without a text layer?)")
+    doc = _join_pages(texts, title)
+    return replace(doc, sections=_page_sections(outline, doc.page_starts))
+
+
+def _open_pdf(stream: BinaryIO) -> Any:
+    """Open with pdfium, which tries the empty password on an encrypted file by itself."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    try:
+        return pdfium.PdfDocument(stream)
+    except pdfium.PdfiumError as e:
+        if e.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+            raise ReadError("encrypted PDF (needs a password)") from e
+        reasons = {
+            pdfium_c.FPDF_ERR_SUCCESS: "no pages",
+            pdfium_c.FPDF_ERR_FORMAT: "damaged or not a PDF",
+            pdfium_c.FPDF_ERR_SECURITY: "unsupported encryption",
+        }
+        raise ReadError(f"corrupt or unsupported PDF: {reasons.get(e.err_code, short(e))}") from e
+
+
+def _extract_pages(pdf: Any, path: Path, time_budget: float, max_pages: int) -> list[str]:
+    """Normalized, stripped text of each page, within the page and time bounds."""
+    count = len(pdf)
+    if count > max_pages:
+        logger.warning("%s: %d pages, extracting only the first %d", path, count, max_pages)
+        count = max_pages
+    budget = Budget(time_budget)
+    texts: list[str] = []
+    for index in range(count):
+        if index > 0 and budget.spent():
+            logger.warning(
+                "%s: stopped after %d of %d pages (time budget of %gs used up)",
+                path,
+                index,
+                count,
+                time_budget,
+            )
+            break
+        texts.append(_page_text(pdf, index, path))
+    return texts
+
+
+def _page_text(pdf: Any, index: int, path: Path) -> str:
+    """Text of one page, or "" (with a warning) when that page cannot be extracted.
+
+    pdfium ends lines with ``\\r\\n`` (normalized to ``\\n``) and writes a hyphen it
+    takes for a line-end word break as U+FFFE, joining the two lines; it becomes ``-``
+    again, as printed, since it is as often part of a compound ("pre-tax") as a break.
+    """
+    try:
+        with closing(pdf[index]) as page, closing(page.get_textpage()) as textpage:
+            raw = str(textpage.get_text_range())
+    except Exception as e:  # one bad page must not lose the whole document
+        logger.warning("%s: page %d could not be extracted: %s", path, index + 1, short(e))
+        return ""
+    return normalize_text(raw.replace("\ufffe", "-")).strip()
+
+
+def _pdf_title(pdf: Any, path: Path) -> str:
+    """The ``Title`` of the document information dictionary, cleaned; "" if unreadable."""
+    try:
+        raw = pdf.get_metadata_value("Title")
+    except Exception as e:  # the title is a nicety: never lose the text over it
+        logger.warning("%s: title could not be read: %s", path, short(e))
+        return ""
+    return clean_title(raw)
+
+
+def _outline(pdf: Any, path: Path) -> list[tuple[int, str, int]]:
+    """The outline (bookmarks) as (level from 1, title, 0-based page), in order."""
+    entries: list[tuple[int, str, int]] = []
+    try:
+        for item in pdf.get_toc(max_depth=MAX_OUTLINE_DEPTH):
+            if len(entries) >= MAX_OUTLINE_ENTRIES:
+                break
+            dest = item.get_dest()
+            page = dest.get_index() if dest is not None else None
+            if page is not None:
+                entries.append((item.level + 1, str(item.get_title()), int(page)))
+    except Exception as e:  # the outline is a nicety: never lose the text over it
+        logger.warning("%s: outline could not be read: %s", path, short(e))
+    return entries
+
+
+def _page_sections(outline: list[tuple[int, str, int]], page_starts: tuple[int, ...]) -> Marks:
+    """Each page's section: the path of the last outline entry pointing at or before it.
+
+    Passages are chunked page by page, so a page's start is where its section is marked.
+    """
+    by_page: dict[int, str] = {}
+    headings = HeadingPath()
+    for level, title, page in outline:
+        if 0 <= page < len(page_starts):
+            by_page[page] = headings.enter(level, title)
+    return tuple((page_starts[page], by_page[page]) for page in sorted(by_page))
+
+
+def _join_pages(texts: list[str], title: str) -> Document:
+    starts: list[int] = []
+    offset = 0
+    for text in texts:
+        starts.append(offset)
+        offset += len(text) + 2
+    return Document("\n\n".join(texts), tuple(starts), title)

@@ -1,0 +1,76 @@
+"""Chinese, Japanese and Korean passages are found by any run of two or more characters."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.cjk import bigrams, cjk_query, has_cjk
+from micro_rag_mcp.engine import Engine
+from tests.formatfactory import make_xlsx
+
+
+def cjk_rows(index: Path) -> int:
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    count = int(conn.execute("SELECT count(*) FROM chunks_cjk").fetchone()[0])
+    conn.close()
+    return count
+
+
+def by_keyword(engine: Engine, query: str) -> list[str]:
+    """Paths the keyword channel found, at the default threshold (the fake embedder's
+    cosines say nothing, so what the vector channel adds is left aside)."""
+    return [h.chunk.path for h in engine.search(query, 5).hits if "keyword" in h.channels]
+
+
+def test_bigrams_of_cjk_runs_only() -> None:
+    assert bigrams("東京都庁 in Tokyo, 銀 행") == "東京 京都 都庁 銀 행"
+    assert bigrams("plain English") == ""
+    assert has_cjk("カタカナ") and has_cjk("한국어") and not has_cjk("café")
+
+
+def test_a_query_becomes_phrases_of_bigrams_safe_for_fts5() -> None:
+    assert cjk_query('東京 "tower" 都庁') == '"東京" OR "都庁"'
+    assert cjk_query("東京都庁") == '"東京 京都 都庁"'
+    assert cjk_query("東 only one") is None
+    assert cjk_query('NEAR(" 東京") *') == '"東京"'
+
+
+@pytest.fixture
+def cjk_folder(data: Path) -> Path:
+    (data / "zh.txt").write_text("北京大学的图书馆藏有许多古籍。研究人员每天都来查阅资料。")
+    (data / "ja.md").write_text("# 報告\n\n東京都庁の職員は毎朝九時に会議を開きます。")
+    (data / "ko.txt").write_text("서울특별시청은 매일 아침 회의를 엽니다.")
+    (data / "mixed.txt").write_text("The Shinkansen から見た富士山 was beautiful at dawn.")
+    (data / "en.txt").write_text("Ordinary English text about libraries and meetings.")
+    make_xlsx(data / "表.xlsx", {"売上": [["地域", "担当"], ["関西", "山田太郎"]]})
+    return data
+
+
+def test_two_or_more_characters_find_the_passage_in_every_script(
+    engine: Engine, cjk_folder: Path
+) -> None:
+    engine.reindex()
+    assert by_keyword(engine, "图书馆") == ["zh.txt"]
+    assert by_keyword(engine, "古籍") == ["zh.txt"]  # inside a run, not at its start
+    assert by_keyword(engine, "都庁") == ["ja.md"]
+    assert by_keyword(engine, "会議") == ["ja.md"]
+    assert by_keyword(engine, "회의를") == ["ko.txt"]
+    assert by_keyword(engine, "富士山 Shinkansen")[0] == "mixed.txt"
+    hit = engine.search("山田", 1).hits[0]
+    assert hit.chunk.path == "表.xlsx" and hit.chunk.locator == 'sheet "売上" row 2'
+    assert "keyword" in hit.channels
+
+
+def test_a_deleted_file_leaves_the_cjk_index_and_english_adds_nothing(
+    engine: Engine, cjk_folder: Path
+) -> None:
+    engine.reindex()
+    before = cjk_rows(cjk_folder / "index")
+    assert before == 5  # every chunk with CJK text, and none of the English one
+    (cjk_folder / "zh.txt").unlink()
+    engine.reindex()
+    assert cjk_rows(cjk_folder / "index") == before - 1
+    assert by_keyword(engine, "图书馆") == []

@@ -80,3 +80,21 @@ class SearchOutcome:
     hits: list[Hit]
     state: IndexState
     notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TextPassage:
+    """A stretch of one indexed file's extracted text, as ``read`` returns it."""
+
+    path: str
+    ext: str
+    mtime_ns: int
+    text: str
+    char_start: int
+    char_end: int
+    next_char_start: int | None  # where the next call starts; None once the range is done
+    total_chars: int
+    page: int | None  # page where the text starts (PDF)
+    line_start: int | None  # lines of the text (text files, DOCX)
+    line_end: int | None
+    notices: list[str] = field(default_factory=list)

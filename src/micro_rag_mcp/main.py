@@ -143,6 +143,21 @@ def configure_logging(verbosity: int) -> None:
     logger.setLevel(level)
 
 
+def greet_a_person(settings: Settings) -> None:
+    """Started by hand in a terminal, say once what this is and what it waits for."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        return
+    logger.info(
+        "this is an MCP server for %s: it talks to an MCP client over stdin and stdout, and "
+        'waits for one now. Add it to a client (README, "MCP client configuration"), e.g. '
+        "claude mcp add NAME -- micro-rag-mcp --data-folder %s --title NAME --inst TEXT; "
+        'to search from a terminal, use micro-rag search %s "words"',
+        settings.data_folder,
+        settings.data_folder,
+        settings.data_folder,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -152,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
         return 2
     configure_logging(args.verbose)
+    greet_a_person(settings)
     from micro_rag_mcp.embedder import load_embedder
     from micro_rag_mcp.server import build_server
 

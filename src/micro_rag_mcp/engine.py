@@ -24,6 +24,7 @@ from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
     IndexState,
+    IndexSummary,
     ModelState,
     ProgressFn,
     ReindexReport,
@@ -33,6 +34,7 @@ from micro_rag_mcp.results import (
 from micro_rag_mcp.scanner import PathGlob, PathSet
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
 from micro_rag_mcp.writer import CLIENT, Writer
 
@@ -225,6 +227,10 @@ class Engine:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
         finally:
             catalog.close()
+
+    def status(self) -> IndexSummary:
+        """What the index folder holds, read without writing or loading the model."""
+        return summarize(self.paths)
 
     # -- state -----------------------------------------------------------------------
 

@@ -98,3 +98,30 @@ class TextPassage:
     line_start: int | None  # lines of the text (text files, DOCX)
     line_end: int | None
     notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterInfo:
+    """The process holding the index's write lock, and how far its pass is."""
+
+    pid: int | None
+    phase: str
+    done: int | None
+    total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSummary:
+    """What an index folder holds, as ``status`` tells it."""
+
+    index_folder: str
+    files_indexed: int
+    files_failed: int
+    failed: list[tuple[str, str]]  # path, reason
+    chunks: int
+    chunks_with_vectors: int  # in the saved vector file
+    vector_model: str | None  # what the vectors were made with
+    chunking: str | None
+    size_bytes: int
+    last_indexed_at: float | None  # when a file's text was last stored
+    writer: WriterInfo | None  # None: nobody is writing the index

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from micro_rag_mcp import cli
 from micro_rag_mcp.main import build_parser
 from micro_rag_mcp.server import build_server
 from tests.conftest import make_settings
@@ -53,3 +55,33 @@ def test_every_tool_parameter_and_result_field_is_documented(tmp_path: Path) -> 
         rows = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \|", section, re.M))
         for field in (tool.output_schema or {}).get("properties", {}):
             assert any(field in row for row in rows), f"{tool.name} result field {field} has no row"
+
+
+def documented(option: str, text: str) -> bool:
+    """Whether ``option`` appears in some `code span` of ``text``, as a whole word."""
+    return re.search(rf"`[^`\n]*(?<![\w-]){re.escape(option)}(?![\w-])[^`\n]*`", text) is not None
+
+
+def test_every_micro_rag_command_and_option_is_documented() -> None:
+    section = README.split("## The `micro-rag` command", 1)[1].split("\n## ", 1)[0]
+    common = section.split("\n### ", 1)[0]
+    parser = cli.build_parser()
+    for option in (o for a in parser._actions for o in a.option_strings if o != "-h"):
+        assert documented(option, common), option
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    options = {
+        name: {o for a in command._actions for o in a.option_strings if o != "-h"}
+        for name, command in commands.items()
+    }
+    shared = set.intersection(*options.values())  # documented once, for every command
+    for option in shared:
+        assert documented(option, common), option
+    for name, command in commands.items():
+        head = f"### `micro-rag {name} "
+        assert head in section, f"no section for micro-rag {name}"
+        own = section.split(head, 1)[1].split("\n### ", 1)[0]
+        for action in command._actions:
+            if not action.option_strings:
+                assert f"{action.metavar}" in own.split("\n", 1)[0], (name, action.metavar)
+        for option in options[name] - shared:
+            assert documented(option, own), (name, option)

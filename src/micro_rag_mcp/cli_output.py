@@ -8,6 +8,7 @@ printed as it is, never read as markup.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 import time
@@ -43,6 +44,17 @@ class _Rate(ProgressColumn):
         return Text(f"{speed:.3g}/s" if speed else "", style="progress.data.speed")
 
 
+class _ConsoleHandler(logging.Handler):
+    """Log records printed through a rich console, so a live display stays whole."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _say(self.console, self.format(record))
+
+
 class IndexDisplay:
     """The progress of an ``index`` run: a live bar on a terminal, else plain lines."""
 
@@ -53,6 +65,7 @@ class IndexDisplay:
         self._waited = False
         self._said = ""
         self._bar: Bar | None = None
+        self._handlers: list[logging.Handler] = []
         self._log = ProgressLog(self._plain, PLAIN_EVERY_S)
         if err.is_terminal:
             self._bar = Bar(
@@ -64,6 +77,11 @@ class IndexDisplay:
                 console=err,
             )
             self._bar.start()
+            # Log lines (a file that cannot be read) go above the bar, not through it.
+            self._handlers = logging.getLogger().handlers[:]
+            handler = _ConsoleHandler(err)
+            handler.setFormatter(self._handlers[0].formatter if self._handlers else None)
+            logging.getLogger().handlers[:] = [handler]
 
     def __call__(self, p: Progress) -> None:
         if self._bar is not None:
@@ -86,6 +104,7 @@ class IndexDisplay:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
+            logging.getLogger().handlers[:] = self._handlers
         elif self._phase is not None and self._log.pace.line() != self._said:
             self._plain(self._log.pace.line())
 

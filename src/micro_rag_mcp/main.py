@@ -167,12 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
         return 2
     configure_logging(args.verbose)
-    greet_a_person(settings)
     from micro_rag_mcp.embedder import load_embedder
     from micro_rag_mcp.server import build_server
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    greet_a_person(settings)
     logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
     build_server(settings, lambda: load_embedder(threads=threads)).run("stdio")
     return 0

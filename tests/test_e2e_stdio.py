@@ -101,6 +101,7 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
                 0
             ] == "handbook.docx"
             assert (await top_paths(client, "how long to knead dough"))[0] == "recipe.txt"
+            await read_over_stdio(client, top)
 
             (data / "recipe.txt").write_text("Whisk the eggs with sugar until pale and fluffy.")
             (data / "notes.md").unlink()
@@ -137,6 +138,27 @@ def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> N
     assert sorted(p.name for p in data.iterdir()) == ["index", "notes.md"]
 
 
+async def read_over_stdio(client: Client, hit: dict[str, Any]) -> None:
+    """A PDF page, a text range continued from next_char_start, and the refusals."""
+
+    async def read(**args: Any) -> Any:
+        return await client.call_tool("read", args)
+
+    page = (await read(path=hit["path"], page=hit["page"])).structured_content
+    assert page["text"].startswith("The Hindenburg disaster") and page["page"] == 2  # type: ignore[index]
+    assert page["char_start"] <= hit["char_start"] and page["next_char_start"] is None  # type: ignore[index]
+    first = (await read(path="recipe.txt", max_chars=20)).structured_content
+    assert first["text"] == "Knead the bread doug" and first["next_char_start"] == 20  # type: ignore[index]
+    rest = (await read(path="recipe.txt", char_start=20)).structured_content
+    assert (
+        first["text"] + rest["text"] == "Knead the bread dough for ten minutes, then let it rise."
+    )  # type: ignore[index]
+    assert (rest["line_start"], rest["next_char_start"]) == (1, None)  # type: ignore[index]
+    unknown, outside = await read(path="nowhere.txt"), await read(path="/etc/hostname")
+    assert unknown.is_error and 'no file "nowhere.txt" in the index' in unknown.content[0].text
+    assert outside.is_error and "outside the data folder" in outside.content[0].text
+
+
 def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
     async def first() -> None:
         async with Client(server_params(mixed_folder)) as client:
@@ -146,7 +168,7 @@ def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> 
         async with Client(server_params(mixed_folder), mode="auto") as client:
             assert client.protocol_version in MODERN_PROTOCOL_VERSIONS  # server/discover
             tools = {t.name for t in (await client.list_tools()).tools}
-            assert tools == {"search", "reindex"}
+            assert tools == {"search", "reindex", "read"}
             await wait_idle(client)
             report = (await client.call_tool("reindex", {})).structured_content
             return report  # type: ignore[return-value]

@@ -45,7 +45,7 @@ async def wait_idle(client: Client, timeout: float = 30.0) -> dict[str, Any]:
 def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) -> None:
     async def check(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(tools) == {"search", "reindex"}
+        assert set(tools) == {"search", "reindex", "read"}
         props = tools["search"].input_schema["properties"]
         assert (props["top_k"]["minimum"], props["top_k"]["maximum"]) == (1, 50)
         assert props["top_k"]["default"] == 5

@@ -397,6 +397,45 @@ class Catalog:
         )
         return {int(r[0]): StoredChunk(*r) for r in rows}
 
+    def file_record(self, path: str) -> FileRecord | None:
+        row = self._conn.execute(
+            "SELECT path, ext, size, mtime_ns, checksum, status, error FROM files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return None if row is None else FileRecord(*row)
+
+    def file_extent(self, path: str) -> tuple[int, dict[int, tuple[int, int]]]:
+        """Where one file's chunks end, and each page's first and last offset (PDF)."""
+        rows = self._conn.execute(
+            "SELECT c.page, min(c.char_start), max(c.char_end) FROM chunks c"
+            " JOIN files f ON f.id = c.file_id WHERE f.path = ? GROUP BY c.page",
+            (path,),
+        ).fetchall()
+        end = max((int(r[2]) for r in rows), default=0)
+        return end, {int(p): (int(s), int(e)) for p, s, e in rows if p is not None}
+
+    def file_chunks(self, path: str, start: int, end: int) -> list[StoredChunk]:
+        """One file's chunks that overlap ``[start, end)``, in order, with the nearest
+        chunk on either side (chunk starts and ends both rise with the chunk index)."""
+        rows = self._conn.execute(
+            "WITH f AS (SELECT id, path, ext, mtime_ns FROM files WHERE path = ?)"
+            " SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
+            " c.line_start, c.line_end, c.page, c.text FROM chunks c JOIN f ON c.file_id = f.id"
+            " WHERE c.chunk_index BETWEEN"
+            " coalesce((SELECT max(chunk_index) FROM chunks WHERE file_id = f.id"
+            " AND char_end <= ?), 0) AND"
+            " coalesce((SELECT min(chunk_index) FROM chunks WHERE file_id = f.id"
+            " AND char_start >= ?), 1 << 62)"
+            " ORDER BY c.chunk_index",
+            (path, start, end),
+        )
+        return [StoredChunk(*r) for r in rows]
+
+    def last_indexed_at(self) -> float | None:
+        """When a file's text was last stored (seconds since the epoch), if ever."""
+        row = self._conn.execute("SELECT max(indexed_at) FROM files").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     def _select_ids(self, sql: str, ids: Iterable[int]) -> Iterator[tuple[Any, ...]]:
         """Rows of ``sql`` (whose ``{}`` is the id list) for the ids, 500 at a time."""
         for batch in _batched(list(ids), 500):

@@ -14,16 +14,27 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, Stopped
-from micro_rag_mcp.fsutil import holder_progress
+from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
+from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
-from micro_rag_mcp.results import IndexState, ModelState, ProgressFn, ReindexReport, SearchOutcome
+from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
+from micro_rag_mcp.results import (
+    IndexState,
+    IndexSummary,
+    ModelState,
+    ProgressFn,
+    ReindexReport,
+    SearchOutcome,
+    TextPassage,
+)
 from micro_rag_mcp.scanner import PathGlob, PathSet
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
 from micro_rag_mcp.writer import CLIENT, Writer
 
@@ -185,6 +196,46 @@ class Engine:
             catalog.close()
         notices.extend(_state_notices(state))
         return SearchOutcome(hits, state, notices)
+
+    # -- read ------------------------------------------------------------------------
+
+    def read(
+        self,
+        path: str,
+        *,
+        char_start: int | None = None,
+        char_end: int | None = None,
+        page: int | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> TextPassage:
+        """The indexed text of one file, or a range or page of it (see ``reading``)."""
+        indexing = self._writer.running or lock_is_held(self.paths.lock)
+        try:
+            catalog = Catalog.open_reader(self.paths.catalog)
+        except CatalogCorrupt as e:
+            raise NotIndexed(
+                f"no file {shown(path)} in the index: nothing is indexed yet"
+                + (" (indexing is running)" if indexing else "")
+            ) from e
+        try:
+            return read_indexed(
+                catalog,
+                self.settings.data_folder,
+                path,
+                char_start=char_start,
+                char_end=char_end,
+                page=page,
+                max_chars=max_chars,
+                indexing=indexing,
+            )
+        except sqlite3.DatabaseError as e:
+            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
+        finally:
+            catalog.close()
+
+    def status(self) -> IndexSummary:
+        """What the index folder holds, read without writing or loading the model."""
+        return summarize(self.paths)
 
     # -- state -----------------------------------------------------------------------
 

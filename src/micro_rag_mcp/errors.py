@@ -41,6 +41,10 @@ class IndexUnreadable(MicroRagError):
     """The index cannot be read at this moment (for example, it is being rebuilt)."""
 
 
+class NotIndexed(MicroRagError):
+    """The file asked for is not in the index: outside the data folder, unknown, or failed."""
+
+
 class InvalidArgument(MicroRagError):
     """A tool argument is outside what the tool accepts."""
 

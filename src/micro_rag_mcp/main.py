@@ -174,6 +174,21 @@ def configure_logging(verbosity: int) -> None:
     logger.setLevel(level)
 
 
+def greet_a_person(settings: Settings) -> None:
+    """Started by hand in a terminal, say once what this is and what it waits for."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        return
+    logger.info(
+        "this is an MCP server for %s: it talks to an MCP client over stdin and stdout, and "
+        'waits for one now. Add it to a client (README, "MCP client configuration"), e.g. '
+        "claude mcp add NAME -- micro-rag-mcp --data-folder %s --title NAME --inst TEXT; "
+        'to search from a terminal, use micro-rag search %s "words"',
+        settings.data_folder,
+        settings.data_folder,
+        settings.data_folder,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -191,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    greet_a_person(settings)
     logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
     serve_stdio(build_server(settings, lambda: load_embedder(threads=threads)), signals)
     return 0

@@ -80,3 +80,48 @@ class SearchOutcome:
     hits: list[Hit]
     state: IndexState
     notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TextPassage:
+    """A stretch of one indexed file's extracted text, as ``read`` returns it."""
+
+    path: str
+    ext: str
+    mtime_ns: int
+    text: str
+    char_start: int
+    char_end: int
+    next_char_start: int | None  # where the next call starts; None once the range is done
+    total_chars: int
+    page: int | None  # page where the text starts (PDF)
+    line_start: int | None  # lines of the text (text files, DOCX)
+    line_end: int | None
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterInfo:
+    """The process holding the index's write lock, and how far its pass is."""
+
+    pid: int | None
+    phase: str
+    done: int | None
+    total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSummary:
+    """What an index folder holds, as ``status`` tells it."""
+
+    index_folder: str
+    files_indexed: int
+    files_failed: int
+    failed: list[tuple[str, str]]  # path, reason
+    chunks: int
+    chunks_with_vectors: int  # in the saved vector file
+    vector_model: str | None  # what the vectors were made with
+    chunking: str | None
+    size_bytes: int
+    last_indexed_at: float | None  # when a file's text was last stored
+    writer: WriterInfo | None  # None: nobody is writing the index

@@ -27,6 +27,7 @@ from micro_rag_mcp.fsutil import WriterLock, describe_holder
 from micro_rag_mcp.indexer import embed_missing, sync_files
 from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
 from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.pace import ProgressLog
 from micro_rag_mcp.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.scanner import Scope
 from micro_rag_mcp.settings import Settings
@@ -60,6 +61,7 @@ class Writer:
         self.settings = settings
         self.paths = paths
         self.save_every_s = save_every_s  # how often a long embedding pass saves its vectors
+        self.log_every_s = 10.0  # how often a long pass logs how far it is
         self._model = model
         self._vectors = vectors
         self._stop = stop
@@ -125,10 +127,12 @@ class Writer:
         progress: ProgressFn | None,
     ) -> ReindexReport:
         started = time.monotonic()
+        log_progress = ProgressLog(lambda line: logger.info("%s", line), self.log_every_s)
 
         def report(p: Progress) -> None:
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
+            log_progress(p)
             with self._changed:
                 turn.progress = p
                 self._changed.notify_all()

@@ -1,0 +1,237 @@
+"""The ``micro-rag`` commands: each checks its input, runs on the engine, prints.
+
+``index`` takes the index's write lock like a second server would: it waits while
+another process writes (with ``--no-wait`` it says who that is and stops), and Ctrl+C
+stops it at its next step, keeping what is done. ``search``, ``status`` and ``read``
+never write and never create an index folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
+from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.main import parse_exts
+from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+
+if TYPE_CHECKING:
+    from micro_rag_mcp.cli_output import IndexDisplay, Screens
+    from micro_rag_mcp.embedder import Embedder
+    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.results import ReindexReport
+
+WAIT_POLL_S = 0.5
+T = TypeVar("T")
+
+
+class NoIndex(MicroRagError):
+    """The folder has no index yet; only ``index`` makes one."""
+
+
+# -- settings ---------------------------------------------------------------------------
+
+
+def _folders(args: argparse.Namespace) -> tuple[Path, Path]:
+    data = Path(args.folder).expanduser()
+    if not data.is_dir():
+        raise ConfigError(f"FOLDER {data}: not an existing folder")
+    if not os.access(data, os.R_OK | os.X_OK):
+        raise ConfigError(f"FOLDER {data}: not readable")
+    data = data.resolve()
+    index = Path(args.index_folder).expanduser().resolve() if args.index_folder else data / "index"
+    if index.exists() and not index.is_dir():
+        raise ConfigError(f"--index-folder {index}: not a folder")
+    return data, index
+
+
+def _reader_settings(args: argparse.Namespace) -> Settings:
+    """For the commands that only read: the index must exist already."""
+    data, index = _folders(args)
+    if not IndexPaths(index).catalog.exists():
+        raise NoIndex(f"no index in {index}; run micro-rag index {args.folder}")
+    return Settings(data_folder=data, index_folder=index, model_wait_s=0.0)
+
+
+def _index_settings(args: argparse.Namespace) -> Settings:
+    data, index = _folders(args)
+    size, overlap = _index_chunking(IndexPaths(index))
+    size = args.chunk_size if args.chunk_size is not None else size
+    overlap = args.chunk_overlap if args.chunk_overlap is not None else min(overlap, size // 2)
+    if size < 50:
+        raise ConfigError("--chunk-size must be at least 50 characters")
+    if not 0 <= overlap <= size // 2:
+        raise ConfigError("--chunk-overlap must be between 0 and half of --chunk-size")
+    return Settings(
+        data_folder=data,
+        index_folder=index,
+        exts=parse_exts(args.exts),
+        chunk_size=size,
+        chunk_overlap=overlap,
+        max_file_bytes=int(args.max_file_size * 1024 * 1024),
+    )
+
+
+def _index_chunking(paths: IndexPaths) -> tuple[int, int]:
+    """The chunking an existing index was built with, so ``index`` does not re-chunk it
+    by accident; the defaults for a new one."""
+    from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
+
+    try:
+        catalog = Catalog.open_reader(paths.catalog)
+    except (CatalogCorrupt, OSError):
+        return DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP
+    try:
+        recorded = catalog.get_meta("chunking") or ""
+    finally:
+        catalog.close()
+    m = re.match(r"chars:(\d+)/(\d+)", recorded)
+    return (int(m[1]), int(m[2])) if m else (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
+
+
+def _load_embedder() -> Embedder:
+    from micro_rag_mcp.embedder import load_embedder
+
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return load_embedder(threads=threads)
+
+
+def _engine(settings: Settings) -> Engine:
+    from micro_rag_mcp.engine import Engine
+
+    return Engine(settings, _load_embedder)
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.tool_results import reindex_result
+
+    settings = _index_settings(args)
+    engine = _engine(settings)
+    display = screens.index_display()
+    try:
+        report = _interruptible(engine, lambda stop: _reindex_waiting(engine, args, display, stop))
+    finally:
+        display.close()
+    result = reindex_result(report, args.glob, settings.exts)
+    screens.report(result, engine.state().model_status)
+    return 0
+
+
+def _reindex_waiting(
+    engine: Engine, args: argparse.Namespace, display: IndexDisplay, stop: threading.Event
+) -> ReindexReport:
+    """Reindex; while another process writes, wait for its lock to be free, then go on."""
+    from micro_rag_mcp.errors import IndexBusy, Stopped
+    from micro_rag_mcp.fsutil import lock_is_held
+
+    while True:
+        try:
+            return engine.reindex(force=args.force, path_glob=args.glob, progress=display)
+        except IndexBusy as e:
+            if args.no_wait:
+                raise
+            display.waiting(str(e))
+            while lock_is_held(engine.paths.lock) and not stop.wait(WAIT_POLL_S):
+                pass
+            if stop.is_set():
+                raise Stopped("interrupted while waiting for the index lock") from e
+
+
+def _interruptible(engine: Engine, work: Callable[[threading.Event], T]) -> T:
+    """Run ``work`` in a thread; Ctrl+C sets the event it is given and stops the engine at
+    its next step, then waits for it, so what was done is kept."""
+    outcome: dict[str, object] = {}
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = work(stop)
+        except BaseException as e:
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, name="micro-rag-index")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        print("micro-rag: stopping at the next step; what is done is kept", file=sys.stderr)
+        stop.set()
+        engine.stop(timeout=0.0)
+        while worker.is_alive():
+            try:
+                worker.join(0.2)
+            except KeyboardInterrupt:
+                continue
+        raise
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["value"]  # type: ignore[return-value]
+
+
+def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.tool_results import search_result, wire
+
+    if not args.query.strip():
+        raise InvalidArgument("QUERY must contain some text")
+    engine = _engine(_reader_settings(args))
+    engine.load_model(timeout=300.0)
+    result = search_result(engine.search(args.query, args.top_k, args.threshold))
+    if args.json:
+        screens.json(wire(result))
+    else:
+        screens.hits(result, args.query)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.embedder import find_model_dir
+    from micro_rag_mcp.errors import ModelUnavailable
+
+    summary = _engine(_reader_settings(args)).status()
+    try:
+        find_model_dir()
+        model = "installed"
+    except ModelUnavailable as e:
+        model = f"unavailable: {e}"
+    if args.json:
+        screens.json(screens.status_json(summary, model))
+    else:
+        screens.status(summary, model)
+    return 0
+
+
+def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.tool_results import read_result, wire
+
+    engine = _engine(_reader_settings(args))
+    passage = engine.read(
+        args.path,
+        char_start=args.start,
+        char_end=args.end,
+        page=args.page,
+        max_chars=args.max_chars,
+    )
+    if args.json:
+        screens.json(wire(read_result(passage)))
+    else:
+        screens.passage(passage, args.folder, args.page)
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Screens], int]] = {
+    "index": cmd_index,
+    "search": cmd_search,
+    "status": cmd_status,
+    "read": cmd_read,
+}

@@ -1,0 +1,255 @@
+"""An indexed file's text, read back from its stored chunks.
+
+The catalog keeps each file's extracted text as overlapping chunks with their offsets, so
+the text of a range is those chunks stitched by offset, and its offsets are the ones
+``search`` cites. The chunker puts every non-whitespace character of the text in some
+chunk; what no chunk holds is whitespace. Most of it is known exactly: the blank lines
+that join a PDF's pages, and, in a file with line numbers, a run that is nothing but line
+breaks (their count is the difference of the chunks' line numbers). Any other run keeps
+its length and its line breaks, is shown as spaces, and the passage says where it is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path
+
+from micro_rag_mcp.arguments import shown
+from micro_rag_mcp.catalog import Catalog, FileRecord, StoredChunk
+from micro_rag_mcp.errors import InvalidArgument, NotIndexed
+from micro_rag_mcp.results import TextPassage
+
+DEFAULT_MAX_CHARS = 8000
+MAX_CHARS = 50_000
+_RUNS_NAMED = 5  # runs of unknown whitespace named in a notice
+
+
+def read_indexed(
+    catalog: Catalog,
+    data_folder: Path,
+    path: str,
+    *,
+    char_start: int | None = None,
+    char_end: int | None = None,
+    page: int | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    indexing: bool = False,
+) -> TextPassage:
+    """The indexed text of ``path`` from ``char_start`` (or the start of ``page``), at most
+    ``max_chars`` characters of it, up to ``char_end`` (or the end of the page or file).
+
+    Raises ``NotIndexed`` for a path outside the folder, unknown or failed, and
+    ``InvalidArgument`` for a range the file does not have.
+    """
+    if not 1 <= max_chars <= MAX_CHARS:
+        raise InvalidArgument(f"max_chars must be between 1 and {MAX_CHARS} (got {max_chars})")
+    rel = catalog_path(path, data_folder)
+    with catalog.snapshot():
+        record = catalog.file_record(rel)
+        if record is None or record.status != "ok":
+            raise NotIndexed(_not_indexed(catalog, rel, record, indexing))
+        total, pages = catalog.file_extent(rel)
+        start, stop, end = window(rel, total, pages, char_start, char_end, page, max_chars)
+        chunks = catalog.file_chunks(rel, start, stop)
+    text, unknown, lines = stitch(chunks, start, stop)
+    notices = _unknown_notice(unknown) + _changed_notice(data_folder / rel, record)
+    return TextPassage(
+        path=rel,
+        ext=record.ext,
+        mtime_ns=record.mtime_ns,
+        text=text,
+        char_start=start,
+        char_end=stop,
+        next_char_start=stop if stop < end else None,
+        total_chars=total,
+        page=page_of(pages, start),
+        line_start=lines[0] if lines else None,
+        line_end=lines[1] if lines else None,
+        notices=notices,
+    )
+
+
+def catalog_path(path: str, data_folder: Path) -> str:
+    """The catalog's name for a path a caller gave: relative to the data folder, ``/``.
+
+    An absolute path inside the data folder is taken too; anything leading out of it is
+    refused.
+    """
+    norm = posixpath.normpath(path)
+    if posixpath.isabs(norm):
+        root = data_folder.as_posix()
+        if norm != root and not norm.startswith(root.rstrip("/") + "/"):
+            raise NotIndexed(_outside(path))
+        norm = posixpath.relpath(norm, root)
+    if norm == ".." or norm.startswith("../"):
+        raise NotIndexed(_outside(path))
+    if norm == ".":
+        raise NotIndexed(f"path {shown(path)} is the data folder itself, not a file in it")
+    return norm
+
+
+def _outside(path: str) -> str:
+    return (
+        f"path {shown(path)} is outside the data folder; give a path relative to it, "
+        "as search returns it"
+    )
+
+
+def _not_indexed(catalog: Catalog, rel: str, record: FileRecord | None, indexing: bool) -> str:
+    if record is not None:
+        return f"{shown(rel)} is in the folder but could not be indexed: {record.error}"
+    known = {p.casefold(): p for p, r in catalog.files().items() if r.status == "ok"}
+    wanted = rel.casefold()
+    same_name = [p for k, p in known.items() if posixpath.basename(k) == posixpath.basename(wanted)]
+    close = [known[k] for k in difflib.get_close_matches(wanted, known, n=1, cutoff=0.75)]
+    close = ([known[wanted]] if wanted in known else []) + same_name + close
+    hint = (
+        f"; did you mean {shown(close[0])}?"
+        if close
+        else "; paths are relative to the data folder, as search returns them"
+    )
+    if indexing:
+        hint += " (indexing is running: it may not be read yet)"
+    return f"no file {shown(rel)} in the index{hint}"
+
+
+def window(
+    rel: str,
+    total: int,
+    pages: dict[int, tuple[int, int]],
+    char_start: int | None,
+    char_end: int | None,
+    page: int | None,
+    max_chars: int,
+) -> tuple[int, int, int]:
+    """``(start, stop, end)``: the text returned is ``[start, stop)``, the range asked for
+    ends at ``end`` (``stop`` when it all fits in ``max_chars``)."""
+    low, high = 0, total
+    if page is not None:
+        low, high = _page_range(rel, pages, page)
+    if char_start is not None and char_end is not None and char_end <= char_start:
+        raise InvalidArgument(
+            f"char_end must be greater than char_start (got {char_end} and {char_start})"
+        )
+    start = low if char_start is None else char_start
+    if not low <= start < high:
+        where = (
+            f"within page {page} of {rel}, characters {low} to {high}"
+            if page is not None
+            else f"less than {total}, the length of the text of {rel}"
+        )
+        raise InvalidArgument(f"char_start must be {where} (got {start})")
+    end = high if char_end is None else min(char_end, high)
+    return start, min(end, start + max_chars), end
+
+
+def _page_range(rel: str, pages: dict[int, tuple[int, int]], page: int) -> tuple[int, int]:
+    if not pages:
+        raise InvalidArgument(
+            f"page applies to PDF files only; {rel} has no pages (use char_start and char_end)"
+        )
+    if page in pages:
+        return pages[page]
+    last = max(pages)
+    if page > last:
+        raise InvalidArgument(f"page must be at most {last}, the last page of {rel} with text")
+    raise InvalidArgument(
+        f"page {page} of {rel} has no text in the index (a blank page, or a scan without a "
+        "text layer)"
+    )
+
+
+def page_of(pages: dict[int, tuple[int, int]], offset: int) -> int | None:
+    """The page an offset falls on: the last page starting at or before it."""
+    if not pages:
+        return None
+    before = [p for p, (s, _) in pages.items() if s <= offset]
+    return max(before) if before else min(pages)
+
+
+def stitch(
+    chunks: Sequence[StoredChunk], start: int, stop: int
+) -> tuple[str, list[tuple[int, int]], tuple[int, int] | None]:
+    """The text of ``[start, stop)`` from ``chunks`` (in order; those overlapping the range
+    and the nearest one on either side), the runs in it whose characters are not known,
+    and its first and last line when the chunks carry line numbers.
+    """
+    if not chunks:
+        return " " * (stop - start), [(start, stop)] if stop > start else [], None
+    first = chunks[0]
+    base = first.char_start if first.char_start <= start else 0
+    pieces: list[str] = []
+    unknown: list[tuple[int, int]] = []
+    pos = base
+    previous: StoredChunk | None = None
+    for chunk in chunks:
+        if pos >= stop:
+            break
+        if chunk.char_end <= pos:
+            previous = chunk
+            continue
+        if chunk.char_start > pos:
+            fill, exact = gap_fill(previous, chunk, chunk.char_start - pos)
+            pieces.append(fill[: stop - pos])
+            if not exact and min(chunk.char_start, stop) > start:
+                unknown.append((max(pos, start), min(chunk.char_start, stop)))
+            pos = chunk.char_start
+            if pos >= stop:
+                break
+        upto = min(chunk.char_end, stop)
+        pieces.append(chunk.text[pos - chunk.char_start : upto - chunk.char_start])
+        pos, previous = upto, chunk
+    if pos < stop:  # past the last chunk: nothing is known there
+        pieces.append(" " * (stop - pos))
+        unknown.append((max(pos, start), stop))
+    text = "".join(pieces)
+    lines = None
+    if first.line_start is not None:
+        anchor = first.line_start if base == first.char_start else 1
+        last = max(start, stop - 1) - base
+        lines = (anchor + text.count("\n", 0, start - base), anchor + text.count("\n", 0, last))
+    return text[start - base :], unknown, lines
+
+
+def gap_fill(before: StoredChunk | None, after: StoredChunk, length: int) -> tuple[str, bool]:
+    """The whitespace between two chunks (``before`` None: the start of the text), and
+    whether it is known exactly."""
+    if after.line_start is not None:  # line breaks are counted by the line numbers
+        breaks = after.line_start - (before.line_end or 1 if before is not None else 1)
+        if 0 <= breaks <= length:
+            return "\n" * breaks + " " * (length - breaks), breaks == length
+    elif after.page is not None:  # pages are joined by a blank line; an empty page adds one
+        pages_between = after.page - (before.page or 1 if before is not None else 1)
+        if pages_between > 0 or before is None:
+            return "\n" * length, length == 2 * pages_between
+    return " " * length, False
+
+
+def _unknown_notice(runs: list[tuple[int, int]]) -> list[str]:
+    if not runs:
+        return []
+    named = ", ".join(f"{a}-{b}" for a, b in runs[:_RUNS_NAMED])
+    more = f" and {len(runs) - _RUNS_NAMED} more" if len(runs) > _RUNS_NAMED else ""
+    return [
+        f"characters {named}{more} lie between two stored passages: they are whitespace "
+        "(every other character is stored), shown as spaces and line breaks, but the index "
+        "keeps no exact copy of them"
+    ]
+
+
+def _changed_notice(path: Path, record: FileRecord) -> list[str]:
+    """Whether the file on disk is still the one indexed (one stat, no reading)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [f"{record.path} is no longer in the folder; this is its text as last indexed"]
+    same_size = record.size < 0 or st.st_size == record.size
+    if st.st_mtime_ns == record.mtime_ns and same_size:
+        return []
+    return [
+        f"{record.path} has changed since it was indexed; this is its text as indexed "
+        "(reindex to read the new one)"
+    ]

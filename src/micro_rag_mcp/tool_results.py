@@ -1,0 +1,212 @@
+"""The tools' results as a client receives them: pydantic models, and the conversions
+from the core's values (``results``).
+
+The server returns these; the command line prints the same ones for ``--json``, so both
+say exactly the same thing. Nothing here imports ``mcp``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from micro_rag_mcp.arguments import shown
+from micro_rag_mcp.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+
+
+def wire(result: BaseModel) -> dict[str, Any]:
+    """A result as the tool's structured content: JSON types, wire names."""
+    return result.model_dump(mode="json", by_alias=True)
+
+
+class SearchHit(BaseModel):
+    path: str = Field(description="File path relative to the data folder, '/' separators.")
+    score: float | None = Field(
+        description="Cosine similarity of the passage to the query (0-1); null when the "
+        "passage has no vector yet and was found by keyword only."
+    )
+    snippet: str = Field(description="The passage text (a chunk of the document).")
+    chunk_index: int = Field(description="0-based index of the chunk within its file.")
+    char_start: int = Field(description="Offset of the passage in the file's extracted text.")
+    char_end: int = Field(description="End offset (exclusive) in the extracted text.")
+    mtime: float = Field(description="File modification time, seconds since the epoch.")
+    ext: str = Field(description="File extension, lower case, with the dot.")
+    line_start: int | None = Field(None, description="First line (1-based), text files only.")
+    line_end: int | None = Field(None, description="Last line (1-based), text files only.")
+    page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
+    matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
+    rank: int = Field(description="1-based position in this result list.")
+    relevance: float = Field(
+        description="The ranking key: the fused relevance of both channels (0-1); results "
+        "are ordered by it, so score (the cosine alone) need not decrease."
+    )
+    section: str | None = Field(
+        None,
+        description="Heading path where the passage starts, e.g. 'Chapter 2 › Results' "
+        "(Markdown, reST, HTML, DOCX headings, EPUB chapters, slide titles, PDF outline); "
+        "null when none.",
+    )
+    locator: str | None = Field(
+        None,
+        description="Where the passage is in the file's own terms, e.g. 'slide 4', "
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
+    )
+
+
+class IndexStatus(BaseModel):
+    indexing: bool = Field(description="A reindex is running (here or in another process).")
+    phase: str | None = Field(None, description="'reading' or 'embedding' while indexing.")
+    done: int | None = Field(None, description="Items done in the current phase.")
+    total: int | None = Field(None, description="Items in the current phase.")
+    files_indexed: int
+    files_failed: int
+    chunks_total: int
+    chunks_with_vectors: int
+    model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    index: IndexStatus = Field(description="State of the index when the search ran.")
+    notices: list[str] = Field(
+        description="Why results may be incomplete (still indexing, model loading, ...)."
+    )
+
+
+class FailedFile(BaseModel):
+    path: str
+    reason: str
+
+
+class ReindexResult(BaseModel):
+    files_added: int
+    files_updated: int
+    files_removed: int
+    files_unchanged: int
+    files_failed: list[FailedFile] = Field(
+        description="Files in scope that cannot be indexed, with the reason; they are "
+        "retried only once they change."
+    )
+    chunks_total: int
+    chunks_embedded: int
+    elapsed_ms: int
+    notices: list[str] = Field(
+        description="What the counts alone do not say, such as a path_glob that matched no file."
+    )
+
+
+def _status(state: IndexState) -> IndexStatus:
+    return IndexStatus(
+        indexing=state.indexing,
+        phase=state.phase,
+        done=state.done,
+        total=state.total,
+        files_indexed=state.files_indexed,
+        files_failed=state.files_failed,
+        chunks_total=state.chunks_total,
+        chunks_with_vectors=state.chunks_with_vectors,
+        model=state.model_status,
+    )
+
+
+def _hit(hit: Hit, rank: int) -> SearchHit:
+    c = hit.chunk
+    return SearchHit(
+        path=c.path,
+        score=None if hit.score is None else round(hit.score, 4),
+        snippet=c.text,
+        chunk_index=c.chunk_index,
+        char_start=c.char_start,
+        char_end=c.char_end,
+        mtime=c.mtime_ns / 1e9,
+        ext=c.ext,
+        line_start=c.line_start,
+        line_end=c.line_end,
+        page=c.page,
+        matched_by=list(hit.channels),
+        rank=rank,
+        relevance=round(hit.fused, 4),
+        section=c.section,
+        locator=c.locator,
+    )
+
+
+def search_result(outcome: SearchOutcome) -> SearchResult:
+    return SearchResult(
+        results=[_hit(h, rank) for rank, h in enumerate(outcome.hits, 1)],
+        index=_status(outcome.state),
+        notices=outcome.notices,
+    )
+
+
+def reindex_result(
+    report: ReindexReport, path_glob: str | None = None, exts: Sequence[str] = ()
+) -> ReindexResult:
+    return ReindexResult(
+        files_added=report.files_added,
+        files_updated=report.files_updated,
+        files_removed=report.files_removed,
+        files_unchanged=report.files_unchanged,
+        files_failed=[FailedFile(path=p, reason=r) for p, r in report.files_failed],
+        chunks_total=report.chunks_total,
+        chunks_embedded=report.chunks_embedded,
+        elapsed_ms=report.elapsed_ms,
+        notices=_reindex_notices(report, path_glob, exts),
+    )
+
+
+def _reindex_notices(
+    report: ReindexReport, path_glob: str | None, exts: Sequence[str]
+) -> list[str]:
+    """An empty scope is a legitimate answer, but one a caller should not have to infer."""
+    seen = report.files_added + report.files_updated + report.files_removed
+    if path_glob is None or seen + report.files_unchanged or report.files_failed:
+        return []
+    notice = (
+        f"path_glob {shown(path_glob)} matches no file of the {len(exts)} indexed types "
+        "(--exts) in the data folder; nothing was read or removed"
+    )
+    if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):
+        notice += ' (a "[" without a closing "]" matches itself)'
+    return [notice]
+
+
+class ReadResult(BaseModel):
+    path: str = Field(description="File path relative to the data folder, '/' separators.")
+    text: str = Field(description="The file's extracted text from char_start to char_end.")
+    char_start: int = Field(description="Offset of the text in the file's extracted text.")
+    char_end: int = Field(description="End offset (exclusive) of the text.")
+    next_char_start: int | None = Field(
+        description="Where to continue (pass it as char_start); null when the range asked "
+        "for (the file, or the page) has been returned to its end."
+    )
+    total_chars: int = Field(description="Length of the file's extracted text.")
+    page: int | None = Field(None, description="Page (1-based) where the text starts, PDF only.")
+    line_start: int | None = Field(None, description="First line (1-based), text files only.")
+    line_end: int | None = Field(None, description="Last line (1-based), text files only.")
+    ext: str = Field(description="File extension, lower case, with the dot.")
+    mtime: float = Field(description="File modification time when indexed, seconds since epoch.")
+    notices: list[str] = Field(
+        description="What the text alone does not say: whitespace the index does not keep, "
+        "or a file that changed since it was indexed."
+    )
+
+
+def read_result(passage: TextPassage) -> ReadResult:
+    return ReadResult(
+        path=passage.path,
+        text=passage.text,
+        char_start=passage.char_start,
+        char_end=passage.char_end,
+        next_char_start=passage.next_char_start,
+        total_chars=passage.total_chars,
+        page=passage.page,
+        line_start=passage.line_start,
+        line_end=passage.line_end,
+        ext=passage.ext,
+        mtime=passage.mtime_ns / 1e9,
+        notices=passage.notices,
+    )

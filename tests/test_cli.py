@@ -1,0 +1,283 @@
+"""``micro-rag`` as a person runs it: real subprocesses, real files, the real model.
+
+The model runs in few of these (one index of a small folder, two searches, one index that
+waits for a lock); everything else reads the index without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.tool_results import ReadResult, SearchResult, wire
+from tests.docfactory import make_pdf
+from tests.test_server import HOLD_LOCK
+
+ANSI = "\x1b["
+
+
+def micro_rag(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "micro_rag_mcp.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def make_folder(data: Path) -> Path:
+    make_pdf(
+        data / "reports" / "airships.pdf",
+        [
+            "The history of rigid airships. Count Zeppelin flew his first airship in 1900.",
+            "The Hindenburg disaster happened at Lakehurst, New Jersey, in May 1937.",
+        ],
+    )
+    (data / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sunlight.\n" * 3)
+    (data / "recipe.txt").write_text("Knead the bread dough for ten minutes, then let it rise.")
+    (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    return data
+
+
+@pytest.fixture(scope="module")
+def indexed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, subprocess.CompletedProcess[str]]]:
+    data = make_folder(tmp_path_factory.mktemp("cli") / "docs")
+    yield data, micro_rag("index", str(data))
+
+
+def test_index_shows_plain_progress_and_a_summary_with_reasons(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    _, out = indexed
+    assert out.returncode == 0, out.stderr
+    counts = dict(line.split() for line in out.stdout.splitlines()[1:6])
+    assert counts == {"added": "3", "updated": "0", "removed": "0", "unchanged": "0", "failed": "1"}
+    assert "broken.pdf" in out.stdout and "damaged or not a PDF" in out.stdout
+    assert "reading files: 4 to do" in out.stderr and "embedding chunks:" in out.stderr
+    assert ANSI not in out.stdout + out.stderr  # not a terminal: no bar, no colours
+
+
+def test_search_prints_ranked_passages_with_their_place(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag("search", str(data), "Hindenburg disaster", "-k", "2")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("1. reports/airships.pdf  page 2  relevance 1.00, cosine")
+    assert lines[1].startswith("The Hindenburg disaster happened at Lakehurst")
+
+
+def test_search_json_is_the_mcp_search_result(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag("search", str(data), "knead dough", "--json", "--threshold", "0.3")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert wire(SearchResult.model_validate(result)) == result
+    assert result["results"][0]["path"] == "recipe.txt"
+    assert result["index"]["files_indexed"] == 3 and result["index"]["model"] == "ready"
+
+
+def test_status_tells_files_failures_vectors_and_size(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag("status", str(data), "--json")
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    assert (status["files_indexed"], status["files_failed"]) == (3, 1)
+    assert status["failed"][0]["path"] == "broken.pdf"
+    assert status["chunks"] == status["chunks_with_vectors"] > 0
+    assert status["size_bytes"] > 0 and status["writer"] is None and status["model"] == "installed"
+    assert status["vector_model"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+    assert abs(status["last_indexed_at"] - time.time()) < 3600
+    text = micro_rag("status", str(data))
+    assert "3 indexed, 1 failed" in text.stdout and "broken.pdf" in text.stdout
+
+
+def test_read_prints_a_page_and_a_range_and_says_how_to_go_on(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    page = micro_rag("read", str(data), "reports/airships.pdf", "--page", "2")
+    assert page.returncode == 0, page.stderr
+    assert (
+        page.stdout == "The Hindenburg disaster happened at Lakehurst, New Jersey, in May 1937.\n"
+    )
+    assert "page 2" in page.stderr
+    first = micro_rag("read", str(data), "recipe.txt", "--max-chars", "10")
+    assert first.stdout == "Knead the \n"
+    assert f"more: micro-rag read {data} recipe.txt --start 10" in first.stderr
+    rest = json.loads(micro_rag("read", str(data), "recipe.txt", "--start", "10", "--json").stdout)
+    assert wire(ReadResult.model_validate(rest)) == rest
+    assert rest["text"] == "bread dough for ten minutes, then let it rise."
+    assert rest["next_char_start"] is None
+
+
+def stderr_lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr or []], daemon=True).start()
+    return lines
+
+
+def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(data / "index" / "index.lock")],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        busy = micro_rag("index", str(data), "--no-wait")
+        assert busy.returncode == 1
+        assert busy.stderr.strip().endswith(
+            f"already running on this index (process {holder.pid}: reading 3/7); "
+            "try again when it finishes"
+        )
+        status = json.loads(micro_rag("status", str(data), "--json").stdout)
+        assert status["writer"] == {"pid": holder.pid, "phase": "reading", "done": 3, "total": 7}
+        assert micro_rag("read", str(data), "recipe.txt").returncode == 0
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(data)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines = stderr_lines(waiting)
+        deadline = time.monotonic() + 120
+        while not lines.get(timeout=max(0.1, deadline - time.monotonic())).startswith("waiting:"):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    stdout, _ = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0
+    assert "unchanged  3" in stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["search", "{missing}", "x"],
+            "micro-rag search: error: FOLDER {missing}: not an existing folder",
+        ),
+        (
+            ["search", "{data}", "x", "-k", "0"],
+            "argument -k/--top-k: must be between 1 and 50 (got 0)",
+        ),
+        (
+            ["search", "{data}", "x", "--threshold", "2"],
+            "argument --threshold: must be between 0 and 1",
+        ),
+        (["search", "{data}", "   "], "micro-rag search: error: QUERY must contain some text"),
+        (["read", "{data}", "a.txt", "--page", "0"], "argument --page: must be at least 1 (got 0)"),
+        (
+            ["read", "{data}", "a.txt", "--start", "x"],
+            "argument --start: must be an integer (got 'x')",
+        ),
+        (["index", "{data}", "--exts", ".exe"], "--exts: unsupported extension '.exe'"),
+        (["index", "{data}", "--chunk-size", "10"], "--chunk-size must be at least 50"),
+        (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2_and_creates_nothing(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    data = tmp_path / "docs"
+    data.mkdir()
+    values = {"data": str(data), "missing": str(tmp_path / "missing")}
+    out = micro_rag(*(a.format(**values) for a in args))
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and message.format(**values) in out.stderr
+    assert sorted(tmp_path.rglob("*")) == [data]
+
+
+@pytest.mark.parametrize("command", ["search", "status", "read"])
+def test_reading_commands_on_a_folder_without_index_create_none(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "a.txt").write_text("Alpha.")
+    args = {"search": ["alpha"], "status": [], "read": ["a.txt"]}[command]
+    out = micro_rag(command, str(tmp_path), *args)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        f"micro-rag {command}: no index in {tmp_path / 'index'}; run micro-rag index {tmp_path}"
+    )
+    assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.parametrize("command", ["index", "search", "status", "read"])
+def test_every_command_has_help(command: str) -> None:
+    out = micro_rag(command, "--help")
+    assert out.returncode == 0 and out.stdout.startswith(f"usage: micro-rag {command} ")
+
+
+def test_read_unknown_path_is_bad_input(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag("read", str(data), "gone/airships.pdf")
+    assert out.returncode == 2
+    assert out.stderr == (
+        'micro-rag read: error: no file "gone/airships.pdf" in the index; did you mean '
+        '"reports/airships.pdf"?\n'
+    )
+    assert os.path.exists(data / "index")
+
+
+def test_the_command_line_imports_neither_mcp_nor_a_heavy_library() -> None:
+    code = (
+        "import sys, micro_rag_mcp.cli, micro_rag_mcp.cli_commands, micro_rag_mcp.cli_output;"
+        "heavy = {'mcp', 'faiss', 'onnxruntime', 'onnx', 'pypdfium2', 'docx', 'tokenizers'};"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Alpha.")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "index" / "index.lock")],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines = stderr_lines(waiting)
+        deadline = time.monotonic() + 120
+        while not lines.get(timeout=max(0.1, deadline - time.monotonic())).startswith("waiting:"):
+            pass
+        waiting.send_signal(signal.SIGINT)
+        assert waiting.wait(timeout=60) == 130
+        rest = [lines.get(timeout=10) for _ in range(2)]
+        assert rest == [
+            "micro-rag: stopping at the next step; what is done is kept\n",
+            "micro-rag index: interrupted\n",
+        ]
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,0 +1,52 @@
+"""What micro-rag draws: a live bar on a terminal, plain lines elsewhere, marked query words."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from micro_rag_mcp.cli_output import IndexDisplay, highlighted, query_terms, snippet
+from micro_rag_mcp.results import Progress
+
+
+def feed(display: IndexDisplay) -> None:
+    for done in range(1, 4):
+        display(Progress("reading", done, 3, f"f{done}.txt"))
+    for done in (16, 20):
+        display(Progress("embedding", done, 20))
+    display.close()
+
+
+def test_on_a_terminal_a_bar_per_phase_with_counts() -> None:
+    screen = io.StringIO()
+    feed(IndexDisplay(Console(file=screen, force_terminal=True, width=100)))
+    drawn = screen.getvalue()
+    assert "reading files" in drawn and "3/3" in drawn
+    assert "embedding chunks" in drawn and "20/20" in drawn
+    assert "\x1b[" in drawn  # a live display, drawn with escape codes
+
+
+def test_elsewhere_plain_lines_without_escape_codes() -> None:
+    screen = io.StringIO()
+    feed(IndexDisplay(Console(file=screen, force_terminal=False, width=100)))
+    assert screen.getvalue().splitlines() == [
+        "reading files: 3 to do",
+        "embedding chunks: 20 to do",
+        "embedding chunks: 20 of 20; 3 files read",
+    ]
+
+
+def test_query_words_are_marked_whatever_their_case_and_ending() -> None:
+    terms = query_terms("Knead the DOUGH a")
+    assert terms == ["dough", "knead"]  # no stop words, no single letters
+    text = highlighted("Knead the bread doughs, then knead again.", terms)
+    marked = [text.plain[s.start : s.end] for s in text.spans]
+    assert sorted(marked) == ["Knead", "doughs", "knead"]
+
+
+def test_a_long_passage_is_cut_around_the_first_query_word() -> None:
+    passage = "filler words here. " * 40 + "The Hindenburg burned at Lakehurst." + " more" * 80
+    cut = snippet(passage, ["hindenburg"], width=120)
+    assert cut.startswith("…") and cut.endswith("…") and "The Hindenburg burned" in cut
+    assert len(cut) == 122

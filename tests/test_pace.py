@@ -1,0 +1,65 @@
+"""Progress a person can follow: rate and time left, every so often, never too often."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.pace import ProgressLog, duration
+from micro_rag_mcp.results import Progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_line_every_ten_seconds_with_rate_and_time_left() -> None:
+    clock, lines = Clock(), []
+    log = ProgressLog(lines.append, 10.0, clock)
+    for done in range(1, 11):  # 10 files, one a second
+        clock.now += 1
+        log(Progress("reading", done, 10))
+    assert lines == ["reading files: 10 of 10"]
+    for done in range(20, 201, 20):  # then 200 chunks, 20 every 2 s: 10 a second
+        clock.now += 2
+        log(Progress("embedding", done, 1000))
+    assert lines[1:] == [  # at most one line in each 10 s
+        "embedding chunks: 100 of 1000 (10 chunks/s, about 2 min left); 10 files read",
+        "embedding chunks: 200 of 1000 (10 chunks/s, about 1 min left); 10 files read",
+    ]
+
+
+def test_a_short_pass_says_nothing() -> None:
+    clock, lines = Clock(), []
+    log = ProgressLog(lines.append, 10.0, clock)
+    for done in range(1, 4):
+        clock.now += 0.5
+        log(Progress("reading", done, 3))
+    assert lines == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"), [(0.2, "1 s"), (42, "42 s"), (125, "2 min"), (4800, "1 h 20 min")]
+)
+def test_durations_read_as_estimates(seconds: float, words: str) -> None:
+    assert duration(seconds) == words
+
+
+def test_the_server_logs_a_long_pass_at_info(
+    engine: Engine, data: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    for i in range(3):
+        (data / f"n{i}.txt").write_text(f"Note {i}.")
+    engine._writer.log_every_s = 0.0  # every step of this short pass is "long"
+    with caplog.at_level(logging.INFO, logger="micro_rag_mcp.writer"):
+        engine.reindex()
+    lines = [r.getMessage() for r in caplog.records if r.name == "micro_rag_mcp.writer"]
+    assert "reading files: 3 of 3" in lines
+    assert any(line.startswith("embedding chunks: 3 of 3; 3 files read") for line in lines)

@@ -275,6 +275,13 @@ class Catalog:
         )
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def holds_under(self, folder: str) -> bool:
+        """Whether any file is recorded under ``folder`` (relative, no trailing '/')."""
+        row = self._conn.execute(
+            "SELECT 1 FROM files WHERE path > ? AND path < ? LIMIT 1", (f"{folder}/", f"{folder}0")
+        ).fetchone()
+        return row is not None
+
     def failures(self) -> list[tuple[str, str]]:
         rows = self._conn.execute(
             "SELECT path, coalesce(error, '') FROM files WHERE status = 'failed' ORDER BY path"

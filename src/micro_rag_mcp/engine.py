@@ -1,8 +1,9 @@
 """One served folder, as the server (or a command line) sees it.
 
-``Engine`` is a small facade over three parts: the model (``model.ModelHandle``), the
-vectors held in memory (``vector_cache.VectorCache``) and this process's reindex passes
-(``writer.Writer``). It knows nothing of MCP; what it returns is in ``results``.
+``Engine`` is a small facade over four parts: the model (``model.ModelHandle``), the
+vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
+(``writer.Writer``) and the watcher that refreshes what changes (``watch.Watcher``). It
+knows nothing of MCP; what it returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from micro_rag_mcp.scanner import PathGlob, PathSet
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vector_cache import VectorCache
+from micro_rag_mcp.watch import Watcher
 from micro_rag_mcp.writer import CLIENT, Writer
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
 logger = logging.getLogger(__name__)
+
+WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be set up
 
 
 class Engine:
@@ -56,13 +60,15 @@ class Engine:
         self._writer = Writer(
             settings, self.paths, self._model, self._vectors, self._stop, save_every_s=save_every_s
         )
+        self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
         self._startup: threading.Thread | None = None
 
     # -- life cycle ----------------------------------------------------------------
 
     def start(self) -> None:
-        """Load the model and run the start-up pass, both in the background."""
+        """Load the model, run the start-up pass and follow the folder, in the background."""
         self._model.start()
+        self._watcher.start()
         self._startup = threading.Thread(
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
@@ -82,9 +88,13 @@ class Engine:
             self._startup.join(max(0.0, deadline - time.monotonic()))
             if self._startup.is_alive():
                 logger.warning("the start-up pass did not stop within %g s", timeout)
+        if not self._watcher.join(max(0.0, deadline - time.monotonic())):
+            logger.warning("the folder watcher did not stop within %g s", timeout)
         self._model.join(max(0.0, deadline - time.monotonic()))
 
     def _startup_pass(self) -> None:
+        # Changes made while the pass reads the folder are the watcher's: let it see them.
+        self._watcher.ready.wait(WATCH_READY_S)
         try:
             report = self._writer.run("start-up", None, False, None)
             logger.info(
@@ -124,13 +134,28 @@ class Engine:
         scope = PathGlob(path_glob) if path_glob is not None else None
         return self._writer.run(CLIENT, scope, force, progress)
 
-    def refresh(self, paths: Iterable[str], *, progress: ProgressFn | None = None) -> ReindexReport:
-        """Bring only ``paths`` (relative; a folder takes what is under it) in line.
+    def refresh(
+        self, paths: Iterable[str] | None, *, progress: ProgressFn | None = None
+    ) -> ReindexReport:
+        """Bring only ``paths`` (relative; a folder takes what is under it) in line, or the
+        whole folder for None.
 
         A background pass, like the start-up pass: it waits for the pass running here,
         and a caller's ``reindex`` waits for it.
         """
-        return self._writer.run("refresh", PathSet(paths), False, progress)
+        scope = PathSet(paths) if paths is not None else None
+        return self._writer.run("refresh", scope, False, progress)
+
+    def _holds_under(self, folder: str) -> bool:
+        """Whether the index holds files under ``folder`` (relative)."""
+        try:
+            catalog = Catalog.open_reader(self.paths.catalog)
+        except CatalogCorrupt:
+            return False
+        try:
+            return catalog.holds_under(folder)
+        finally:
+            catalog.close()
 
     # -- search ----------------------------------------------------------------------
 
@@ -218,6 +243,8 @@ class Engine:
             chunks_with_vectors=with_vectors,
             model=self._model.state,
             model_error=self._model.error,
+            watch=self._watcher.status,
+            queued=len(self._watcher.queue),
         )
 
 

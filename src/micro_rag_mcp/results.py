@@ -54,6 +54,8 @@ class IndexState:
     chunks_with_vectors: int
     model: ModelState
     model_error: str | None = None  # why the model FAILED
+    watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
+    queued: int = 0  # changed paths waiting to be refreshed
 
     @property
     def model_status(self) -> str:

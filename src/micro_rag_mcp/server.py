@@ -68,6 +68,11 @@ class IndexStatus(BaseModel):
     chunks_total: int
     chunks_with_vectors: int
     model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
+    watch: str = Field(
+        description="How the index follows the folder: 'watching', 'polling every N s', "
+        "'standby: another process watches this folder' or 'off'."
+    )
+    queued: int = Field(description="Changed files and folders waiting to be reindexed.")
 
 
 class SearchResult(BaseModel):
@@ -111,6 +116,8 @@ def _status(state: IndexState) -> IndexStatus:
         chunks_total=state.chunks_total,
         chunks_with_vectors=state.chunks_with_vectors,
         model=state.model_status,
+        watch=state.watch,
+        queued=state.queued,
     )
 
 

@@ -194,6 +194,35 @@ def test_one_watcher_per_folder_and_the_other_takes_over(data: Path) -> None:
             second.stop()
 
 
+def test_a_stale_hit_is_flagged_and_said_in_words(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Kestrels hover before they dive.", mtime=1e9)
+    write(data / "b.txt", "Kestrels nest on cliffs.", mtime=1e9)
+    engine.reindex()
+    fresh = engine.search("kestrels")
+    assert {h.chunk.path: h.stale for h in fresh.hits} == {"a.txt": False, "b.txt": False}
+    assert not any("stale" in n for n in fresh.notices)
+
+    write(data / "a.txt", "Kestrels hover, then they stoop on voles.", mtime=1e9 + 5)
+    (data / "b.txt").unlink()
+    out = engine.search("kestrels")
+    assert {h.chunk.path: h.stale for h in out.hits} == {"a.txt": True, "b.txt": True}
+    [notice] = [n for n in out.notices if "stale" in n]
+    assert "a.txt, b.txt" in notice and "call reindex" in notice
+    assert out.state.watch == "off" and out.state.queued == 0
+
+
+def test_a_stale_hit_is_queued_when_the_folder_is_followed(data: Path) -> None:
+    write(data / "a.txt", "Puffins dive for sand eels.", mtime=1e9)
+    with following(data, watch="poll", poll_interval_s=3600.0) as eng:
+        assert paths_for(eng, "puffins") == ["a.txt"]
+        write(data / "a.txt", "Puffins dig burrows on grassy slopes.", mtime=1e9 + 5)
+        out = eng.search("puffins")
+        assert [(h.chunk.path, h.stale) for h in out.hits] == [("a.txt", True)]
+        assert any("being reindexed" in n for n in out.notices), out.notices
+        eventually(lambda: paths_for(eng, "burrows") == ["a.txt"], "the queued refresh")
+        assert [h.stale for h in eng.search("puffins").hits] == [False]
+
+
 def test_the_change_queue_waits_for_quiet_and_for_a_file_to_settle(tmp_path: Path) -> None:
     queue = ChangeQueue(tmp_path, quiet_s=1.0, max_wait_s=10.0)
     write(tmp_path / "done.txt", "finished long ago", mtime=1e9)
@@ -251,6 +280,7 @@ def test_the_server_over_stdio_finds_a_file_written_after_it_started(tmp_path: P
                 out = await client.call_tool("search", {"query": "Halley comet"})
                 paths = [r["path"] for r in out.structured_content["results"]]  # type: ignore[index]
                 if paths and paths[0] == "later/comet.txt":
+                    assert out.structured_content["results"][0]["stale"] is False  # type: ignore[index]
                     break
                 assert time.monotonic() < deadline, f"never found: {out.structured_content}"
                 await anyio.sleep(0.1)

@@ -127,6 +127,7 @@ class StoredChunk:
     line_end: int | None
     page: int | None
     text: str
+    size: int  # the file's size when indexed; -1 when its stamp was too recent to trust
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +376,7 @@ class Catalog:
         """The chunks (joined with their files) for the given ids that still exist."""
         rows = self._select_ids(
             "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-            " c.line_start, c.line_end, c.page, c.text FROM chunks c"
+            " c.line_start, c.line_end, c.page, c.text, f.size FROM chunks c"
             " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
             ids,
         )

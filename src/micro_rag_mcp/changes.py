@@ -1,7 +1,8 @@
-"""What changed in the data folder: which paths matter, and when a batch of them is due.
+"""What changed in the data folder: which paths matter, when a batch of them is due,
+and which indexed files no longer match the disk.
 
-Pure bookkeeping over ``os.stat``: the watcher (``watch.py``) feeds it events. Nothing
-here reads a file.
+Pure bookkeeping over ``os.stat``: the watcher (``watch.py``) feeds it events, the
+engine asks it about the files behind a search's hits. Nothing here reads a file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from micro_rag_mcp.catalog import StoredChunk
 from micro_rag_mcp.settings import Settings
 
 QUIET_S = 1.0  # a batch goes once no change came for this long ...
@@ -143,3 +145,26 @@ class ChangeFilter:
 
     def indexable_name(self, rel: str) -> bool:
         return os.path.splitext(rel)[1].lower() in self.exts
+
+
+def stale_files(root: Path, chunks: Iterable[StoredChunk]) -> set[str]:
+    """Paths among ``chunks`` whose file no longer matches what was indexed, or is gone.
+
+    One ``stat`` per distinct file, never a read. A stamp recorded as too recent to trust
+    (size -1) is compared by mtime alone.
+    """
+    stale: set[str] = set()
+    seen: set[str] = set()
+    for c in chunks:
+        if c.path in seen:
+            continue
+        seen.add(c.path)
+        try:
+            st = os.stat(root / c.path)
+        except OSError:
+            stale.add(c.path)
+            continue
+        moved = st.st_mtime_ns != c.mtime_ns or (c.size >= 0 and st.st_size != c.size)
+        if moved or not stat.S_ISREG(st.st_mode):
+            stale.add(c.path)
+    return stale

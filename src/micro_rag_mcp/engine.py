@@ -13,20 +13,29 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.changes import stale_files
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, Stopped
 from micro_rag_mcp.fsutil import holder_progress
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
-from micro_rag_mcp.results import IndexState, ModelState, ProgressFn, ReindexReport, SearchOutcome
+from micro_rag_mcp.results import (
+    Hit,
+    IndexState,
+    ModelState,
+    ProgressFn,
+    ReindexReport,
+    SearchOutcome,
+)
 from micro_rag_mcp.scanner import PathGlob, PathSet
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vector_cache import VectorCache
-from micro_rag_mcp.watch import Watcher
+from micro_rag_mcp.watch import STANDBY, Watcher
 from micro_rag_mcp.writer import CLIENT, Writer
 
 if TYPE_CHECKING:
@@ -198,6 +207,7 @@ class Engine:
                 score_threshold=score_threshold,
                 params=self.params,
             )
+            hits = self._mark_stale(hits, notices)
             state = self._state(catalog)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
@@ -205,6 +215,15 @@ class Engine:
             catalog.close()
         notices.extend(_state_notices(state))
         return SearchOutcome(hits, state, notices)
+
+    def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
+        """Flag the hits whose file changed since it was indexed, and queue those files."""
+        stale = stale_files(self.settings.data_folder, (h.chunk for h in hits))
+        if not stale:
+            return hits
+        queued = self._watcher.queue_stale(stale)
+        notices.append(_stale_notice(stale, queued, self._watcher.status))
+        return [replace(h, stale=h.chunk.path in stale) for h in hits]
 
     # -- state -----------------------------------------------------------------------
 
@@ -246,6 +265,22 @@ class Engine:
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
         )
+
+
+def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
+    names = sorted(stale)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    many = len(names) > 1
+    they, them = ("they", "them") if many else ("it", "it")
+    said = (
+        f"{len(names)} file{'s' if many else ''} changed on disk since {they} "
+        f"{'were' if many else 'was'} indexed ({shown}); results from {them} are marked stale"
+    )
+    if queued:
+        return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
+    if watch == STANDBY:
+        return f"{said}: the process that watches this folder will reindex {them}"
+    return f"{said}: call reindex to bring {them} up to date"
 
 
 def _state_notices(state: IndexState) -> list[str]:

@@ -31,6 +31,7 @@ class Hit:
     score: float | None  # cosine similarity, None when the chunk has no vector yet
     fused: float
     channels: tuple[str, ...]
+    stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
 
 
 class ModelState(enum.StrEnum):

@@ -56,6 +56,10 @@ class SearchHit(BaseModel):
         description="The ranking key: the fused relevance of both channels (0-1); results "
         "are ordered by it, so score (the cosine alone) need not decrease."
     )
+    stale: bool = Field(
+        description="The file changed on disk (or is gone) since this passage was indexed; "
+        "search again in a moment for its current text, or call reindex."
+    )
 
 
 class IndexStatus(BaseModel):
@@ -138,6 +142,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         matched_by=list(hit.channels),
         rank=rank,
         relevance=round(hit.fused, 4),
+        stale=hit.stale,
     )
 
 

@@ -122,6 +122,13 @@ class Watcher:
             return not self._thread.is_alive()
         return True
 
+    def queue_stale(self, rels: Iterable[str]) -> bool:
+        """Queue files a search found stale; whether this process will refresh them."""
+        if self._status == WATCHING or self._status.startswith("polling"):
+            self.queue.add(rels, time.monotonic(), event=False)
+            return True
+        return False
+
     # -- the thread ----------------------------------------------------------------
 
     def _run(self) -> None:

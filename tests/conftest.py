@@ -24,6 +24,8 @@ def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
 
 
 def make_settings(data: Path, **kw: object) -> Settings:
+    """Settings for a test folder; the folder is not watched unless ``watch`` says so."""
+    kw.setdefault("watch", "off")
     return Settings(data_folder=data, index_folder=data / "index", **kw)  # type: ignore[arg-type]
 
 

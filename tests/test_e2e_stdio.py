@@ -83,11 +83,13 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
     data = mixed_folder
 
     async def main() -> None:
-        async with Client(server_params(data), mode="legacy") as client:
+        # Not watched: the counts of the reindex below are this call's alone.
+        async with Client(server_params(data, "--no-watch"), mode="legacy") as client:
             assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # initialize
             assert client.instructions == "Search the docs."
             index = await wait_idle(client)
             assert (index["files_indexed"], index["files_failed"]) == (4, 0)
+            assert index["watch"] == "off"
 
             out = (
                 await client.call_tool(
@@ -206,6 +208,7 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
         (["--chunk-overlap", "900"], "--chunk-overlap"),
         (["--max-file-size", "0"], "--max-file-size"),
         (["--title", " "], "--title"),
+        (["--poll-interval", "0"], "--poll-interval"),
     ],
 )
 def test_a_rejected_flag_changes_nothing_on_disk(

@@ -24,7 +24,17 @@ def stored(text: str, size: int, overlap: int) -> list[StoredChunk]:
     locate = Locator(text)
     return [
         StoredChunk(
-            i, "f.txt", ".txt", 0, i, c.start, c.end, *locate.lines(c.start, c.end), None, c.text
+            i,
+            "f.txt",
+            ".txt",
+            0,
+            i,
+            c.start,
+            c.end,
+            *locate.lines(c.start, c.end),
+            None,
+            c.text,
+            len(text),
         )
         for i, c in enumerate(chunk_text(text, size, overlap))
     ]

@@ -137,6 +137,7 @@ class StoredChunk:
     line_end: int | None
     page: int | None
     text: str
+    size: int  # the file's size when indexed; -1 when its stamp was too recent to trust
     section: str | None = None
     locator: str | None = None
 
@@ -287,6 +288,13 @@ class Catalog:
         )
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def holds_under(self, folder: str) -> bool:
+        """Whether any file is recorded under ``folder`` (relative, no trailing '/')."""
+        row = self._conn.execute(
+            "SELECT 1 FROM files WHERE path > ? AND path < ? LIMIT 1", (f"{folder}/", f"{folder}0")
+        ).fetchone()
+        return row is not None
+
     def failures(self) -> list[tuple[str, str]]:
         rows = self._conn.execute(
             "SELECT path, coalesce(error, '') FROM files WHERE status = 'failed' ORDER BY path"
@@ -391,7 +399,8 @@ class Catalog:
         """The chunks (joined with their files) for the given ids that still exist."""
         rows = self._select_ids(
             "SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-            " c.line_start, c.line_end, c.page, c.text, c.section, c.locator FROM chunks c"
+            " c.line_start, c.line_end, c.page, c.text, f.size, c.section, c.locator"
+            " FROM chunks c"
             " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
             ids,
         )
@@ -418,9 +427,10 @@ class Catalog:
         """One file's chunks that overlap ``[start, end)``, in order, with the nearest
         chunk on either side (chunk starts and ends both rise with the chunk index)."""
         rows = self._conn.execute(
-            "WITH f AS (SELECT id, path, ext, mtime_ns FROM files WHERE path = ?)"
+            "WITH f AS (SELECT id, path, ext, mtime_ns, size FROM files WHERE path = ?)"
             " SELECT c.id, f.path, f.ext, f.mtime_ns, c.chunk_index, c.char_start, c.char_end,"
-            " c.line_start, c.line_end, c.page, c.text FROM chunks c JOIN f ON c.file_id = f.id"
+            " c.line_start, c.line_end, c.page, c.text, f.size, c.section, c.locator"
+            " FROM chunks c JOIN f ON c.file_id = f.id"
             " WHERE c.chunk_index BETWEEN"
             " coalesce((SELECT max(chunk_index) FROM chunks WHERE file_id = f.id"
             " AND char_end <= ?), 0) AND"

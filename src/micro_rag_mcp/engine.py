@@ -1,8 +1,9 @@
 """One served folder, as the server (or a command line) sees it.
 
-``Engine`` is a small facade over three parts: the model (``model.ModelHandle``), the
-vectors held in memory (``vector_cache.VectorCache``) and this process's reindex passes
-(``writer.Writer``). It knows nothing of MCP; what it returns is in ``results``.
+``Engine`` is a small facade over four parts: the model (``model.ModelHandle``), the
+vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
+(``writer.Writer``) and the watcher that refreshes what changes (``watch.Watcher``). It
+knows nothing of MCP; what it returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.changes import stale_files
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
@@ -23,6 +26,7 @@ from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
+    Hit,
     IndexState,
     IndexSummary,
     ModelState,
@@ -36,6 +40,7 @@ from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
+from micro_rag_mcp.watch import STANDBY, Watcher
 from micro_rag_mcp.writer import CLIENT, Writer
 
 if TYPE_CHECKING:
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
 logger = logging.getLogger(__name__)
+
+WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be set up
 
 
 class Engine:
@@ -67,13 +74,15 @@ class Engine:
         self._writer = Writer(
             settings, self.paths, self._model, self._vectors, self._stop, save_every_s=save_every_s
         )
+        self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
         self._startup: threading.Thread | None = None
 
     # -- life cycle ----------------------------------------------------------------
 
     def start(self) -> None:
-        """Load the model and run the start-up pass, both in the background."""
+        """Load the model, run the start-up pass and follow the folder, in the background."""
         self._model.start()
+        self._watcher.start()
         self._startup = threading.Thread(
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
@@ -98,9 +107,13 @@ class Engine:
             self._startup.join(max(0.0, deadline - time.monotonic()))
             if self._startup.is_alive():
                 logger.warning("the start-up pass did not stop within %g s", timeout)
+        if not self._watcher.join(max(0.0, deadline - time.monotonic())):
+            logger.warning("the folder watcher did not stop within %g s", timeout)
         self._model.join(max(0.0, deadline - time.monotonic()))
 
     def _startup_pass(self) -> None:
+        # Changes made while the pass reads the folder are the watcher's: let it see them.
+        self._watcher.ready.wait(WATCH_READY_S)
         try:
             report = self._writer.run("start-up", None, False, None)
             logger.info(
@@ -140,13 +153,28 @@ class Engine:
         scope = PathGlob(path_glob) if path_glob is not None else None
         return self._writer.run(CLIENT, scope, force, progress)
 
-    def refresh(self, paths: Iterable[str], *, progress: ProgressFn | None = None) -> ReindexReport:
-        """Bring only ``paths`` (relative; a folder takes what is under it) in line.
+    def refresh(
+        self, paths: Iterable[str] | None, *, progress: ProgressFn | None = None
+    ) -> ReindexReport:
+        """Bring only ``paths`` (relative; a folder takes what is under it) in line, or the
+        whole folder for None.
 
         A background pass, like the start-up pass: it waits for the pass running here,
         and a caller's ``reindex`` waits for it.
         """
-        return self._writer.run("refresh", PathSet(paths), False, progress)
+        scope = PathSet(paths) if paths is not None else None
+        return self._writer.run("refresh", scope, False, progress)
+
+    def _holds_under(self, folder: str) -> bool:
+        """Whether the index holds files under ``folder`` (relative)."""
+        try:
+            catalog = Catalog.open_reader(self.paths.catalog)
+        except CatalogCorrupt:
+            return False
+        try:
+            return catalog.holds_under(folder)
+        finally:
+            catalog.close()
 
     # -- search ----------------------------------------------------------------------
 
@@ -189,6 +217,7 @@ class Engine:
                 score_threshold=score_threshold,
                 params=self.params,
             )
+            hits = self._mark_stale(hits, notices)
             state = self._state(catalog)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
@@ -237,6 +266,15 @@ class Engine:
         """What the index folder holds, read without writing or loading the model."""
         return summarize(self.paths)
 
+    def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
+        """Flag the hits whose file changed since it was indexed, and queue those files."""
+        stale = stale_files(self.settings.data_folder, (h.chunk for h in hits))
+        if not stale:
+            return hits
+        queued = self._watcher.queue_stale(stale)
+        notices.append(_stale_notice(stale, queued, self._watcher.status))
+        return [replace(h, stale=h.chunk.path in stale) for h in hits]
+
     # -- state -----------------------------------------------------------------------
 
     def state(self) -> IndexState:
@@ -274,7 +312,25 @@ class Engine:
             chunks_with_vectors=with_vectors,
             model=self._model.state,
             model_error=self._model.error,
+            watch=self._watcher.status,
+            queued=len(self._watcher.queue),
         )
+
+
+def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
+    names = sorted(stale)
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    many = len(names) > 1
+    they, them = ("they", "them") if many else ("it", "it")
+    said = (
+        f"{len(names)} file{'s' if many else ''} changed on disk since {they} "
+        f"{'were' if many else 'was'} indexed ({shown}); results from {them} are marked stale"
+    )
+    if queued:
+        return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
+    if watch == STANDBY:
+        return f"{said}: the process that watches this folder will reindex {them}"
+    return f"{said}: call reindex to bring {them} up to date"
 
 
 def _state_notices(state: IndexState) -> list[str]:

@@ -1,4 +1,4 @@
-"""Small file-system helpers: atomic writes and the writer's lock."""
+"""Small file-system helpers: atomic writes, the writer's lock and the watcher's."""
 
 from __future__ import annotations
 
@@ -181,3 +181,20 @@ def describe_holder(path: Path) -> str:
         f"a reindex is already running on this index ({who}: {phase}{where}); "
         "try again when it finishes"
     )
+
+
+def try_lock(path: Path) -> int | None:
+    """A descriptor holding an exclusive ``flock`` on ``path``, or None if another holds it.
+
+    Closing the descriptor (or the end of the process) releases it. Raises OSError when
+    the file cannot be opened or locked for another reason than a holder.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in _BUSY:
+            return None
+        raise
+    return fd

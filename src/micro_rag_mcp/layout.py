@@ -36,6 +36,10 @@ class IndexPaths:
     def lock(self) -> Path:
         return self.folder / "index.lock"
 
+    @property
+    def watch_lock(self) -> Path:
+        return self.folder / "watch.lock"
+
 
 def ensure_folder(folder: Path) -> None:
     """Create the index folder, or say why it cannot be."""

@@ -16,6 +16,7 @@ from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_FILE_MB,
+    DEFAULT_POLL_S,
     EXT_GROUPS,
     Settings,
 )
@@ -67,6 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_FILE_MB,
         metavar="MB",
         help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
+    )
+    p.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="Do not follow changes to the folder; index at start-up and on reindex only.",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_S,
+        metavar="SECONDS",
+        help="Seconds between scans when the folder cannot be watched "
+        f"(default: {DEFAULT_POLL_S:g}).",
     )
     p.add_argument(
         "-v",
@@ -142,6 +156,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         raise ConfigError("--max-file-size must be a positive number of MB")
     if not args.title.strip():
         raise ConfigError("--title must not be empty")
+    if not args.poll_interval >= 1:
+        raise ConfigError("--poll-interval must be at least 1 second")
     return Settings(
         data_folder=data,
         index_folder=index,
@@ -152,6 +168,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),
+        watch="off" if args.no_watch else "auto",
+        poll_interval_s=args.poll_interval,
     )
 
 

@@ -31,6 +31,7 @@ class Hit:
     score: float | None  # cosine similarity, None when the chunk has no vector yet
     fused: float
     channels: tuple[str, ...]
+    stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
 
 
 class ModelState(enum.StrEnum):
@@ -54,6 +55,8 @@ class IndexState:
     chunks_with_vectors: int
     model: ModelState
     model_error: str | None = None  # why the model FAILED
+    watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
+    queued: int = 0  # changed paths waiting to be refreshed
 
     @property
     def model_status(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 # Document formats, indexed by default (group "docs"), and source code (group "code"),
 # indexed only when asked for. Each suffix has a reader in readers.READERS.
@@ -20,6 +21,9 @@ DEFAULT_EXTS = DOC_EXTS
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 200
 DEFAULT_MAX_FILE_MB = 100.0
+DEFAULT_POLL_S = 30.0
+
+WatchMode = Literal["auto", "poll", "off"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,10 @@ class Settings:
     skip_dirs: frozenset[str] = field(
         default_factory=lambda: frozenset({"node_modules", "__pycache__"})
     )
+    # "auto": watch the folder, scanning it every poll_interval_s if it cannot be watched;
+    # "poll": always scan; "off": index only at start-up and on a reindex.
+    watch: WatchMode = "auto"
+    poll_interval_s: float = DEFAULT_POLL_S
 
     @property
     def chunking_id(self) -> str:

@@ -54,6 +54,10 @@ class SearchHit(BaseModel):
         description="Where the passage is in the file's own terms, e.g. 'slide 4', "
         "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
     )
+    stale: bool = Field(
+        description="The file changed on disk (or is gone) since this passage was indexed; "
+        "search again in a moment for its current text, or call reindex."
+    )
 
 
 class IndexStatus(BaseModel):
@@ -66,6 +70,11 @@ class IndexStatus(BaseModel):
     chunks_total: int
     chunks_with_vectors: int
     model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
+    watch: str = Field(
+        description="How the index follows the folder: 'watching', 'polling every N s', "
+        "'standby: another process watches this folder' or 'off'."
+    )
+    queued: int = Field(description="Changed files and folders waiting to be reindexed.")
 
 
 class SearchResult(BaseModel):
@@ -109,6 +118,8 @@ def _status(state: IndexState) -> IndexStatus:
         chunks_total=state.chunks_total,
         chunks_with_vectors=state.chunks_with_vectors,
         model=state.model_status,
+        watch=state.watch,
+        queued=state.queued,
     )
 
 
@@ -131,6 +142,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         relevance=round(hit.fused, 4),
         section=c.section,
         locator=c.locator,
+        stale=hit.stale,
     )
 
 

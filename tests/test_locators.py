@@ -261,3 +261,55 @@ def test_pdf_outline_entries_give_each_page_its_section(tmp_path: Path) -> None:
         "Part One › Method",
         "Results",
     ]
+
+
+# --------------------------------------------------------------------------- code
+
+CODE = '''import os
+
+
+class Catalog:
+    """The catalog."""
+
+    def fetch(self, ids):
+        return [zeppelin_row(i) for i in ids]
+
+
+async def main():
+    pass
+'''
+
+
+def test_code_definitions_give_sections_nested_one_level_in_a_class() -> None:
+    from micro_rag_mcp.readers.code import code_sections
+
+    marks = code_sections(CODE)
+    assert [label for _, label in marks] == [
+        "class Catalog",
+        "class Catalog › def fetch",
+        "def main",
+    ]
+    assert [CODE[offset:].split("\n")[0].strip() for offset, _ in marks] == [
+        "class Catalog:",
+        "def fetch(self, ids):",
+        "async def main():",
+    ]
+    other = "export default async function load(x) {}\nfunc Run() {}\npub fn parse() {}\n"
+    assert [label for _, label in code_sections(other)] == [
+        "function load",
+        "func Run",
+        "fn parse",
+    ]
+
+
+def test_a_code_passage_cites_its_lines_and_enclosing_definition(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "catalog.py").write_text(CODE + "\n" * 3 + "x = 1\n" * 400)
+    doc = read_document(data / "catalog.py", max_bytes=LIMIT)
+    settings = make_settings(data, chunk_size=120, chunk_overlap=20)
+    _, chunks = _extract(doc, data / "catalog.py", settings)
+    fetch = next(c for c in chunks if "zeppelin_row" in c.text)
+    assert fetch.section in {"class Catalog", "class Catalog › def fetch"}
+    assert fetch.line_start is not None and fetch.line_start <= 8 <= (fetch.line_end or 0)
+    assert chunks[0].section is None  # the imports come before any definition

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers.code import read_code
 from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
 from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
@@ -71,7 +72,7 @@ READERS: dict[str, Reader] = {
     ".ipynb": read_ipynb,
     ".rst": read_rst,
     **dict.fromkeys(TEXT_SUFFIXES, read_text),
-    **dict.fromkeys(CODE_SUFFIXES, read_text),
+    **dict.fromkeys(CODE_SUFFIXES, read_code),
 }
 
 

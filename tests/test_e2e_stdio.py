@@ -209,6 +209,7 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
         (["--max-file-size", "0"], "--max-file-size"),
         (["--title", " "], "--title"),
         (["--poll-interval", "0"], "--poll-interval"),
+        (["--model-precision", "fp16"], "--model-precision"),
     ],
 )
 def test_a_rejected_flag_changes_nothing_on_disk(
@@ -228,6 +229,15 @@ def test_a_rejected_flag_changes_nothing_on_disk(
         assert out.returncode == 2 and out.stdout == ""
         assert len(out.stderr.strip().splitlines()) == 1 and named in out.stderr, out.stderr
         assert sorted(tmp_path.rglob("*")) == [data], "a rejected start created folders"
+
+
+def test_model_precision_reaches_the_settings(tmp_path: Path) -> None:
+    from micro_rag_mcp.main import build_parser, settings_from_args
+
+    base = ["--data-folder", str(tmp_path), "--title", "t", "--inst", "i"]
+    assert settings_from_args(build_parser().parse_args(base)).model_precision == "fp32"
+    int8 = build_parser().parse_args([*base, "--model-precision", "int8"])
+    assert settings_from_args(int8).model_precision == "int8"
 
 
 def test_importing_the_server_loads_no_heavy_library() -> None:

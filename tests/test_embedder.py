@@ -179,9 +179,16 @@ def test_import_is_cheap() -> None:
 
 
 def test_int8_model_is_close_to_the_reference_and_names_its_own_vector_space(
-    reference: dict[str, object],
+    reference: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    quantized = load_embedder(quantize=True)
+    import tempfile
+
+    work, system_tmp = tmp_path / "index", tmp_path / "tmp"
+    work.mkdir()
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
+    quantized = load_embedder(quantize=True, work_dir=work)
+    assert list(work.iterdir()) == [] and list(system_tmp.iterdir()) == []  # scratch is gone
     assert quantized.model_id.endswith("+int8") and quantized.model_id != MODEL_ID
     sentences = list(reference["sentences"])  # type: ignore[call-overload]
     got = quantized.embed_documents(sentences)

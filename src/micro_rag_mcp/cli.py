@@ -15,10 +15,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
+from micro_rag_mcp.main import OneLineParser
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -30,13 +30,6 @@ from micro_rag_mcp.settings import (
 logger = logging.getLogger("micro_rag_mcp")
 
 EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
-
-
-class _Parser(argparse.ArgumentParser):
-    """Bad input is one line on stderr and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _between(low: float, high: float, kind: type[int] | type[float]) -> Callable[[str], float]:
@@ -62,14 +55,14 @@ def _at_least(low: int) -> Callable[[str], float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog="micro-rag",
         description="Index and search one folder of documents from a terminal, with the "
         "same index the micro-rag-mcp server keeps in FOLDER/index.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = _Parser(add_help=False)
+    common = OneLineParser(add_help=False)
     common.add_argument(
         "--index-folder", metavar="DIR", help="Where the index lives (default: FOLDER/index)."
     )

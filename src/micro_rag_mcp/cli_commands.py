@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.main import parse_exts
-from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Precision, Settings
 
 if TYPE_CHECKING:
     from micro_rag_mcp.cli_output import IndexDisplay, Screens
@@ -57,7 +57,12 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
     data, index = _folders(args)
     if not IndexPaths(index).catalog.exists():
         raise NoIndex(f"no index in {index}; run micro-rag index {args.folder}")
-    return Settings(data_folder=data, index_folder=index, model_wait_s=0.0)
+    return Settings(
+        data_folder=data,
+        index_folder=index,
+        model_wait_s=0.0,
+        model_precision=_index_precision(IndexPaths(index)),
+    )
 
 
 def _index_settings(args: argparse.Namespace) -> Settings:
@@ -76,37 +81,58 @@ def _index_settings(args: argparse.Namespace) -> Settings:
         chunk_size=size,
         chunk_overlap=overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),
+        model_precision=_index_precision(IndexPaths(index)),
     )
 
 
-def _index_chunking(paths: IndexPaths) -> tuple[int, int]:
-    """The chunking an existing index was built with, so ``index`` does not re-chunk it
-    by accident; the defaults for a new one."""
+def _recorded(paths: IndexPaths, key: str) -> str:
+    """A run-identity value an existing index recorded, or "" (no index, or not recorded)."""
     from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 
     try:
         catalog = Catalog.open_reader(paths.catalog)
     except (CatalogCorrupt, OSError):
-        return DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP
+        return ""
     try:
-        recorded = catalog.get_meta("chunking") or ""
+        return catalog.get_meta(key) or ""
     finally:
         catalog.close()
+
+
+def _index_precision(paths: IndexPaths) -> Precision:
+    """The encoder precision an existing index's vectors were made with (fp32 for a new
+    one), so a command never re-embeds a server's index by accident."""
+    return "int8" if "+int8;" in _recorded(paths, "vector_model") else "fp32"
+
+
+def _index_chunking(paths: IndexPaths) -> tuple[int, int]:
+    """The chunking an existing index was built with, so ``index`` does not re-chunk it
+    by accident; the defaults for a new one."""
+    recorded = _recorded(paths, "chunking")
     m = re.match(r"chars:(\d+)/(\d+)", recorded)
     return (int(m[1]), int(m[2])) if m else (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
 
 
-def _load_embedder() -> Embedder:
-    from micro_rag_mcp.embedder import load_embedder
+def _embedder_loader(settings: Settings) -> Callable[[], Embedder]:
+    def load() -> Embedder:
+        from micro_rag_mcp.embedder import load_embedder
 
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return load_embedder(threads=threads)
+        threads = (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        )
+        return load_embedder(
+            threads=threads,
+            quantize=settings.model_precision == "int8",
+            work_dir=settings.index_folder,
+        )
+
+    return load
 
 
 def _engine(settings: Settings) -> Engine:
     from micro_rag_mcp.engine import Engine
 
-    return Engine(settings, _load_embedder)
+    return Engine(settings, _embedder_loader(settings))
 
 
 # -- commands ---------------------------------------------------------------------------

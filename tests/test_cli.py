@@ -281,3 +281,19 @@ def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Path) -> None:
+    from micro_rag_mcp.catalog import Catalog
+    from micro_rag_mcp.cli import build_parser
+    from micro_rag_mcp.cli_commands import _index_settings
+
+    data = tmp_path / "docs"
+    (data / "index").mkdir(parents=True)
+    args = build_parser().parse_args(["index", str(data), "--exclude", "drafts/"])
+    settings = _index_settings(args)
+    assert settings.exclude == ("drafts/",) and settings.model_precision == "fp32"
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3")
+    catalog.set_meta("vector_model", "sentence-transformers/all-MiniLM-L6-v2@x+int8;title+text")
+    catalog.close()
+    assert _index_settings(args).model_precision == "int8"

@@ -86,3 +86,19 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     saved = VectorStore.load(data / "index" / "faiss.index", 64)
     assert len(saved) == EMBED_BATCH and set(saved.ids().tolist()) <= chunk_ids(data / "index")
     assert not eng.state().indexing
+
+
+def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching_on(
+    data: Path,
+) -> None:
+    for i in range(5):
+        write(data / f"note{i}.txt", f"Note number {i}.")
+    eng = Engine(make_settings(data, watch="auto"), FakeEmbedder)
+    eng.start()
+    try:
+        report = eng.reindex()  # before the watcher is even ready
+        assert report.files_added == 0 and report.files_unchanged == 5  # start-up did them
+        wait_for(lambda: not eng.state().indexing)
+        assert eng.state().files_indexed == 5
+    finally:
+        eng.stop()

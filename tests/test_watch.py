@@ -131,7 +131,9 @@ def test_changes_that_cannot_matter_trigger_no_work(
     data: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="micro_rag_mcp.watch")
+    write(data / ".gitignore", "logs/\n")
     with following(data) as eng:
+        write(data / "logs" / "app.txt", "An ignored folder is never indexed.")
         write(data / ".git" / "notes.txt", "Hidden folders are never indexed.")
         write(data / ".hidden.md", "Hidden files are never indexed.")
         write(data / "node_modules" / "pkg" / "readme.md", "Skipped folders neither.")
@@ -207,7 +209,7 @@ def test_a_stale_hit_is_flagged_and_said_in_words(engine: Engine, data: Path) ->
     out = engine.search("kestrels")
     assert {h.chunk.path: h.stale for h in out.hits} == {"a.txt": True, "b.txt": True}
     [notice] = [n for n in out.notices if "stale" in n]
-    assert "a.txt, b.txt" in notice and "call reindex" in notice
+    assert "a.txt, b.txt" in notice and "reindex them" in notice
     assert out.state.watch == "off" and out.state.queued == 0
 
 
@@ -253,6 +255,19 @@ def test_the_change_filter_ignores_what_cannot_matter(data: Path) -> None:
     assert changes.relative(str(root)) is None
     assert changes.relative(f"{root}-other/a.md") is None
     assert changes.indexable_name("a/b.PDF") and not changes.indexable_name("a/b.log")
+
+
+def test_paths_the_scan_leaves_out_cause_no_work(data: Path) -> None:
+    root = Path(os.path.realpath(data))
+    write(data / ".gitignore", "logs/\n*.tmp.md\n")
+    write(data / "sub" / ".ignore", "private.md\n")
+    write(data / "venv" / "pyvenv.cfg", "home = /usr/bin\n")
+    changes = ChangeFilter(make_settings(data, exclude=("drafts/",)), root)
+    for rel in ["logs/app.txt", "a/x.tmp.md", "sub/private.md", "venv/lib/readme.md"]:
+        assert changes.left_out(rel, False), rel
+    assert changes.left_out("drafts", True) and changes.left_out("drafts/d.md", False)
+    for rel in ["notes/a.md", "sub/public.md", "private.md", "logsbook.txt"]:
+        assert not changes.left_out(rel, False), rel
 
 
 def test_network_file_systems_are_recognised_from_the_mount_table() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from micro_rag_mcp.catalog import StoredChunk
+from micro_rag_mcp.ignore import Rule, ignored, parse_rules, read_rule_files
 from micro_rag_mcp.settings import Settings
 
 QUIET_S = 1.0  # a batch goes once no change came for this long ...
@@ -128,6 +129,7 @@ class ChangeFilter:
         inside = index.startswith(str(root) + os.sep)
         self._index_rel = os.path.relpath(index, root).replace(os.sep, "/") if inside else None
         self._prefix = str(root) + os.sep
+        self._always: list[Rule] = parse_rules(settings.exclude)
 
     def relative(self, path: str) -> str | None:
         """``path`` relative to the root, or None if no change there can matter: outside
@@ -142,6 +144,25 @@ class ChangeFilter:
         if index is not None and (rel == index or rel.startswith(index + "/")):
             return None
         return rel
+
+    def left_out(self, rel: str, is_dir: bool) -> bool:
+        """Whether the scan would leave ``rel`` out, as the scanner decides it: by
+        ``--exclude``, by the ``.gitignore``/``.ignore`` files of the folders above it, or
+        because a folder above it is a virtual environment. Such a change causes no work."""
+        parts = rel.split("/")
+        rules: list[Rule] = []
+        folder, prefix = self.root, ""
+        for depth, name in enumerate(parts):
+            rules += read_rule_files(folder, prefix)
+            last = depth == len(parts) - 1
+            here = f"{prefix}{name}"
+            as_dir = is_dir or not last
+            if ignored(self._always, here, as_dir) or ignored(rules, here, as_dir):
+                return True
+            folder, prefix = folder / name, here + "/"
+            if not last and (folder / "pyvenv.cfg").exists():
+                return True
+        return False
 
     def indexable_name(self, rel: str) -> bool:
         return os.path.splitext(rel)[1].lower() in self.exts

@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"Comma-separated extensions to index (default: {','.join(DEFAULT_EXTS)}).",
     )
     index.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="Leave out paths matching this .gitignore-style pattern (repeatable), as the "
+        "server's --exclude.",
+    )
+    index.add_argument(
         "--chunk-size",
         type=int,
         metavar="N",

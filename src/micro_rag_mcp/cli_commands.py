@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.main import parse_exts
+from micro_rag_mcp.main import parse_excludes, parse_exts
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Precision, Settings
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ def _index_settings(args: argparse.Namespace) -> Settings:
         data_folder=data,
         index_folder=index,
         exts=parse_exts(args.exts),
+        exclude=parse_excludes(args.exclude),
         chunk_size=size,
         chunk_overlap=overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),

@@ -41,7 +41,7 @@ from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
 from micro_rag_mcp.watch import STANDBY, Watcher
-from micro_rag_mcp.writer import CLIENT, Writer
+from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,6 +83,7 @@ class Engine:
         """Load the model, run the start-up pass and follow the folder, in the background."""
         self._model.start()
         self._watcher.start()
+        self._writer.reserve(STARTUP)  # a client's reindex from now on waits for this pass
         self._startup = threading.Thread(
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
@@ -113,9 +114,10 @@ class Engine:
 
     def _startup_pass(self) -> None:
         # Changes made while the pass reads the folder are the watcher's: let it see them.
+        # The turn is held meanwhile (see start), so a client's reindex waits for this pass.
         self._watcher.ready.wait(WATCH_READY_S)
         try:
-            report = self._writer.run("start-up", None, False, None)
+            report = self._writer.run(STARTUP, None, False, None)
             logger.info(
                 "start-up index: %d added, %d updated, %d removed, %d unchanged, %d failed, "
                 "%d chunks, %d ms",
@@ -129,12 +131,15 @@ class Engine:
             )
         except IndexBusy as e:
             logger.info("not indexing at start-up: %s; serving the index as it is", e)
+            self._watcher.queue_everything()  # done once the other process lets go
         except Stopped:
             logger.info("start-up pass stopped: the server is stopping")
         except MicroRagError as e:
             logger.error("start-up reindex failed: %s", e)
         except Exception:
             logger.exception("start-up reindex failed")
+        finally:
+            self._writer.release(STARTUP)
 
     # -- reindex ---------------------------------------------------------------------
 
@@ -330,7 +335,10 @@ def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
         return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
     if watch == STANDBY:
         return f"{said}: the process that watches this folder will reindex {them}"
-    return f"{said}: call reindex to bring {them} up to date"
+    return (
+        f"{said}: reindex {them} (the reindex tool, or micro-rag index) to bring {them} "
+        "up to date, unless a server that watches this folder does it first"
+    )
 
 
 def _state_notices(state: IndexState) -> list[str]:

@@ -34,8 +34,14 @@ class SearchHit(BaseModel):
     char_end: int = Field(description="End offset (exclusive) in the extracted text.")
     mtime: float = Field(description="File modification time, seconds since the epoch.")
     ext: str = Field(description="File extension, lower case, with the dot.")
-    line_start: int | None = Field(None, description="First line (1-based), text files only.")
-    line_end: int | None = Field(None, description="Last line (1-based), text files only.")
+    line_start: int | None = Field(
+        None,
+        description="First line (1-based) of the extracted text; null for PDF and table formats.",
+    )
+    line_end: int | None = Field(
+        None,
+        description="Last line (1-based) of the extracted text; null for PDF and table formats.",
+    )
     page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
@@ -62,7 +68,11 @@ class SearchHit(BaseModel):
 
 class IndexStatus(BaseModel):
     indexing: bool = Field(description="A reindex is running (here or in another process).")
-    phase: str | None = Field(None, description="'reading' or 'embedding' while indexing.")
+    phase: str | None = Field(
+        None,
+        description="'reading' or 'embedding' while indexing; null (or 'starting', for "
+        "another process) until the pass has read its first file.",
+    )
     done: int | None = Field(None, description="Items done in the current phase.")
     total: int | None = Field(None, description="Items in the current phase.")
     files_indexed: int
@@ -197,8 +207,14 @@ class ReadResult(BaseModel):
     )
     total_chars: int = Field(description="Length of the file's extracted text.")
     page: int | None = Field(None, description="Page (1-based) where the text starts, PDF only.")
-    line_start: int | None = Field(None, description="First line (1-based), text files only.")
-    line_end: int | None = Field(None, description="Last line (1-based), text files only.")
+    line_start: int | None = Field(
+        None,
+        description="First line (1-based) of the extracted text; null for PDF and table formats.",
+    )
+    line_end: int | None = Field(
+        None,
+        description="Last line (1-based) of the extracted text; null for PDF and table formats.",
+    )
     ext: str = Field(description="File extension, lower case, with the dot.")
     mtime: float = Field(description="File modification time when indexed, seconds since epoch.")
     notices: list[str] = Field(

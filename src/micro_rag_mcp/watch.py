@@ -129,6 +129,14 @@ class Watcher:
             return True
         return False
 
+    def queue_everything(self) -> bool:
+        """Queue a pass over the whole folder (the start-up pass could not run); whether
+        this process will run it. A busy index is retried until it is free."""
+        if self._status == WATCHING or self._status.startswith("polling"):
+            self.queue.add_everything(time.monotonic())
+            return True
+        return False
+
     # -- the thread ----------------------------------------------------------------
 
     def _run(self) -> None:
@@ -242,7 +250,13 @@ class Watcher:
             self._stop.wait(min(TICK_S, max(0.0, next_scan - time.monotonic())))
 
     def _queue_changes(self, paths: Iterable[str]) -> None:
-        rels = {rel for p in paths if (rel := self.filter.relative(p)) and self._matters(rel)}
+        rels = {
+            rel
+            for p in paths
+            if (rel := self.filter.relative(p))
+            and self._matters(rel)
+            and not self.filter.left_out(rel, os.path.isdir(self.root / rel))
+        }
         if rels:
             self.queue.add(rels, time.monotonic())
 

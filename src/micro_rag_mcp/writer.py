@@ -36,6 +36,7 @@ from micro_rag_mcp.vector_cache import VectorCache
 logger = logging.getLogger(__name__)
 
 CLIENT = "client"
+STARTUP = "start-up"
 POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
 
 
@@ -43,6 +44,7 @@ POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the
 class _Turn:
     kind: str  # "start-up", "refresh" or CLIENT
     progress: Progress | None = None
+    claimed: bool = True  # False: reserved for a pass of this kind that has not begun
 
 
 class Writer:
@@ -104,11 +106,29 @@ class Writer:
                 with self._changed:
                     self._client = False
 
+    def reserve(self, kind: str) -> None:
+        """Hold the next turn for a pass of ``kind`` that is about to begin: a caller who
+        comes first waits for it, as for a running pass."""
+        with self._changed:
+            if self._turn is None:
+                self._turn = _Turn(kind, claimed=False)
+
+    def release(self, kind: str) -> None:
+        """Give up a reservation whose pass will not run after all."""
+        with self._changed:
+            if self._turn is not None and not self._turn.claimed and self._turn.kind == kind:
+                self._turn = None
+                self._changed.notify_all()
+
     def _take_turn(self, kind: str, progress: ProgressFn | None) -> _Turn:
         """Wait for the pass running here to end, passing its progress on to ``progress``."""
         while True:
             with self._changed:
-                if self._turn is None:
+                turn = self._turn
+                if turn is not None and not turn.claimed and turn.kind == kind:
+                    turn.claimed = True
+                    return turn
+                if turn is None:
                     self._turn = _Turn(kind)
                     return self._turn
                 self._changed.wait(POLL_S)

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+
+_NO_LINES = "null for PDF and table formats"
+LineStart = Annotated[
+    int | None, Field(description=f"First line (1-based) of the extracted text; {_NO_LINES}.")
+]
+LineEnd = Annotated[
+    int | None, Field(description=f"Last line (1-based) of the extracted text; {_NO_LINES}.")
+]
 
 
 def wire(result: BaseModel) -> dict[str, Any]:
@@ -34,14 +42,8 @@ class SearchHit(BaseModel):
     char_end: int = Field(description="End offset (exclusive) in the extracted text.")
     mtime: float = Field(description="File modification time, seconds since the epoch.")
     ext: str = Field(description="File extension, lower case, with the dot.")
-    line_start: int | None = Field(
-        None,
-        description="First line (1-based) of the extracted text; null for PDF and table formats.",
-    )
-    line_end: int | None = Field(
-        None,
-        description="Last line (1-based) of the extracted text; null for PDF and table formats.",
-    )
+    line_start: LineStart = None
+    line_end: LineEnd = None
     page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
@@ -207,14 +209,8 @@ class ReadResult(BaseModel):
     )
     total_chars: int = Field(description="Length of the file's extracted text.")
     page: int | None = Field(None, description="Page (1-based) where the text starts, PDF only.")
-    line_start: int | None = Field(
-        None,
-        description="First line (1-based) of the extracted text; null for PDF and table formats.",
-    )
-    line_end: int | None = Field(
-        None,
-        description="Last line (1-based) of the extracted text; null for PDF and table formats.",
-    )
+    line_start: LineStart = None
+    line_end: LineEnd = None
     ext: str = Field(description="File extension, lower case, with the dot.")
     mtime: float = Field(description="File modification time when indexed, seconds since epoch.")
     notices: list[str] = Field(

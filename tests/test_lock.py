@@ -22,18 +22,20 @@ from micro_rag_mcp.fsutil import (
 )
 
 HOLD = """
-import os, sys, time
+import os, sys
 from pathlib import Path
 from micro_rag_mcp.fsutil import WriterLock
 lock = WriterLock(Path(sys.argv[1])); lock.acquire()
 lock.report({"pid": os.getpid(), "phase": "embedding", "done": 1234567, "total": 7654321})
 print("locked", flush=True)
-time.sleep(120)
+sys.stdin.read()  # held until the test closes our stdin or kills us
 """
 
 
 def hold(path: Path, code: str = HOLD) -> subprocess.Popen[bytes]:
-    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
     return holder
 
@@ -89,11 +91,11 @@ def test_a_new_holder_writes_its_record_over_a_longer_stale_one(dead_holder: Pat
 
 
 FLOCK_ONLY = """
-import fcntl, os, sys, time
+import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("locked", flush=True)
-time.sleep(120)
+sys.stdin.read()  # held until the test closes our stdin or kills us
 """
 
 

@@ -322,6 +322,7 @@ def test_a_second_reindex_while_one_runs_is_busy_and_says_how_far(data: Path) ->
 def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(data / "index" / "index.lock")],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
     try:
@@ -350,12 +351,12 @@ def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> Non
 
 
 HOLD_LOCK = """
-import json, os, sys, time
+import os, sys
 from pathlib import Path
 from micro_rag_mcp.fsutil import WriterLock
 path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
 lock = WriterLock(path); lock.acquire()
 lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
 print("locked", flush=True)
-time.sleep(60)
+sys.stdin.read()  # held until the test closes our stdin or kills us
 """

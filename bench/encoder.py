@@ -1,6 +1,6 @@
 """Encoder speed and agreement: fp32 against int8, on the same chunks, in one run.
 
-    .venv/bin/python -m bench.encoder --catalog /tmp/bench-scifact-1000/index/catalog.sqlite3
+    .venv/bin/python -m bench.encoder --catalog <tmp>/bench-scifact-1000/index/catalog.sqlite3
 
 Takes real chunk texts from an index's catalog, embeds them with both encoders in
 alternating rounds (so machine load hits both alike), and prints chunks/s for each,

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bench import work_folder
 from bench.metrics import dedupe, percentile
 from micro_rag_mcp.embedder import Embedder, load_embedder
 from micro_rag_mcp.engine import Engine
@@ -149,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m bench.folder_qa", description=__doc__.split("\n")[0]
     )
     p.add_argument("--dataset", type=Path, required=True, help="folder with questions.jsonl")
-    p.add_argument("--work", type=Path, help="work folder (default: /tmp/bench-<dataset>)")
+    p.add_argument("--work", type=Path, help="work folder (default: <tmp>/bench-<dataset>)")
     p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf,rrf_k=20")
     p.add_argument("--channels", default=",".join(CHANNELS))
     p.add_argument("--dump", type=Path, help="write each question's ranked files here (JSON)")
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
     questions = load_questions(args.dataset)
-    work = args.work or Path(f"/tmp/bench-{args.dataset.resolve().name}")
+    work = args.work or work_folder(args.dataset.resolve().name)
     wanted = sorted({rel for q in questions for rel in q.relevant})
     copy_files(args.dataset, work / "docs", wanted)
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)))

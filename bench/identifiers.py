@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import work_folder
 from bench.folder_qa import CHANNELS, channel_params, index_folder, params_from, rank_files
 from bench.metrics import percentile
 from micro_rag_mcp.embedder import load_embedder
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--files", type=int, default=300)
     p.add_argument("--tokens", type=int, default=50, help="tokens searched (two queries each)")
     p.add_argument("--seed", type=int, default=5)
-    p.add_argument("--work", type=Path, default=Path("/tmp/bench-identifiers"))
+    p.add_argument("--work", type=Path, default=work_folder("identifiers"))
     p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf")
     p.add_argument("--channels", default=",".join(CHANNELS))
     args = p.parse_args(argv)

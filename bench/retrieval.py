@@ -7,7 +7,7 @@ the MCP ``search`` tool -- once per channel (keyword only, vector only, hybrid) 
 the same index. Chunk hits become document ids (a document's rank is its best chunk's
 rank) and are scored with ``bench.metrics``.
 
-    .venv/bin/python -m bench.retrieval --dataset /work/shared/eval/scifact
+    .venv/bin/python -m bench.retrieval --dataset ../shared/eval/scifact
 
 Re-runs reuse the index in ``--work`` when the dataset and chunking match (the reindex
 is then an incremental no-op); otherwise the work folder is rebuilt from scratch.
@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench import work_folder
 from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
 from micro_rag_mcp.embedder import Embedder, load_embedder
 from micro_rag_mcp.engine import Engine
@@ -439,7 +440,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", type=Path, required=True, help="folder with corpus.jsonl etc.")
     p.add_argument("--qrels", default="qrels.tsv", help="judgments file in the dataset folder")
     p.add_argument("--queries", default="queries.jsonl", help="queries file in the dataset folder")
-    p.add_argument("--work", type=Path, help="work folder (default: /tmp/bench-<dataset>-<size>)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        help="work folder (default: <tmp>/bench-<dataset>-<size>)",
+    )
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
     p.add_argument("--chunk-overlap", type=int, default=DEFAULT_CHUNK_OVERLAP)
     p.add_argument("--top-k", type=int, default=200, help="chunks asked of each search")
@@ -486,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit:
         dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
     suffix = "-int8" if args.int8 else ""
-    work = args.work or Path(f"/tmp/bench-{dataset.name}-{args.chunk_size}{suffix}")
+    work = args.work or work_folder(f"{dataset.name}-{args.chunk_size}{suffix}")
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
     indexing = index(ws, embedder)

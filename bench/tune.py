@@ -1,7 +1,7 @@
 """Sweep the search knobs over an index built by ``bench.retrieval``; tune on TRAIN only.
 
-    .venv/bin/python -m bench.tune --dataset /work/shared/eval/scifact \\
-        --qrels qrels_train.tsv --queries queries_all.jsonl --work /tmp/bench-scifact-1000
+    .venv/bin/python -m bench.tune --dataset ../shared/eval/scifact \\
+        --qrels qrels_train.tsv --queries queries_all.jsonl --work <tmp>/bench-scifact-1000
 
 Every variant runs every query through ``Engine.search`` over the same index (no
 re-indexing). Query vectors are computed once and cached, so the sweep costs little; the

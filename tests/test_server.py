@@ -320,13 +320,8 @@ def test_a_second_reindex_while_one_runs_is_busy_and_says_how_far(data: Path) ->
 
 
 def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(data / "index" / "index.lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
+    holder = hold_lock(data / "index" / "index.lock")
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
 
         async def check(client: Client) -> Any:
             return await client.call_tool("reindex", {})
@@ -360,3 +355,12 @@ lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
 print("locked", flush=True)
 sys.stdin.read()  # held until the test closes our stdin or kills us
 """
+
+
+def hold_lock(path: Path) -> subprocess.Popen[bytes]:
+    """Another process that holds the write lock at ``path`` (reading 3/7) until killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+    return holder

@@ -56,7 +56,7 @@ def parse_rules(lines: Iterable[str], base: str = "") -> list[Rule]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        body = _translate(line)
+        body = glob_regex(line.split("/"), gitignore=True)
         pattern = body if anchored else f"(?:.*/)?{body}"
         try:
             regex = re.compile(f"(?s:{pattern})")
@@ -91,37 +91,46 @@ def ignored(rules: Sequence[Rule], rel: str, is_dir: bool) -> bool:
     return False
 
 
-def _translate(pattern: str) -> str:
-    """A gitignore pattern (no leading or trailing ``/``) as a regular expression."""
+def glob_regex(parts: list[str], *, gitignore: bool) -> str:
+    """The regular expression of a glob split at ``/``: ``*`` and ``?`` within a folder,
+    ``**`` across folders, ``[abc]`` classes (``[!a]`` negated).
+
+    ``gitignore`` adds git's extras: ``\\`` escapes the next character and ``[^a]`` also
+    negates. The path globs of ``reindex`` take ``\\`` and ``^`` literally.
+    """
     out: list[str] = []
-    parts = pattern.split("/")
     for i, part in enumerate(parts):
         last = i == len(parts) - 1
         if part == "**":
             out.append(".*" if last else "(?:[^/]*/)*")
             continue
-        out.append(_segment(part) + ("" if last else "/"))
+        out.append(_segment(part, gitignore) + ("" if last else "/"))
     return "".join(out)
 
 
-def _segment(seg: str) -> str:
+def _segment(seg: str, gitignore: bool) -> str:
+    negators = ("!", "^") if gitignore else ("!",)
     out: list[str] = []
     i = 0
     while i < len(seg):
         c = seg[i]
-        if c == "\\" and i + 1 < len(seg):
+        if gitignore and c == "\\" and i + 1 < len(seg):
             out.append(re.escape(seg[i + 1]))
             i += 1
         elif c == "*":
             out.append("[^/]*")
         elif c == "?":
             out.append("[^/]")
-        elif c == "[" and (j := seg.find("]", i + 2)) != -1:
+        elif (
+            c == "["
+            and (j := seg.find("]", i + 2 if seg[i + 1 : i + 2] in (*negators, "]") else i + 1))
+            != -1
+        ):
             inner = seg[i + 1 : j]
-            negated = inner[:1] in ("!", "^")
+            negated = inner[:1] in negators
             inner = inner[1:] if negated else inner
-            inner = inner.replace("\\", "\\\\").replace("[", "\\[")
-            out.append(f"[{'^/' if negated else ''}{inner}]")
+            inner = inner.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            out.append(f"[{'^/' if negated else ''}{inner}]" if inner else "(?!)")
             i = j
         else:
             out.append(re.escape(c))

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from micro_rag_mcp.errors import InvalidArgument
-from micro_rag_mcp.ignore import Rule, ignored, parse_rules, read_rule_files
+from micro_rag_mcp.ignore import Rule, glob_regex, ignored, parse_rules, read_rule_files
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class PathGlob:
             raise InvalidArgument(f"path_glob {pattern!r} would leave the data folder ('..')")
         if not parts:
             raise InvalidArgument(f"path_glob {pattern!r} names no files")
-        body = _translate(parts)
+        body = glob_regex(parts, gitignore=False)
         try:
             self._regex = re.compile(f"(?s:{body})(?:/.*)?\\Z")
         except re.error as e:
@@ -189,40 +189,3 @@ def _relative(path: str) -> str:
     if path.startswith("/") or "\x00" in path or ".." in parts or not parts:
         raise InvalidArgument(f"{path!r} is not a path inside the data folder")
     return "/".join(parts)
-
-
-def _translate(parts: list[str]) -> str:
-    out: list[str] = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:[^/]*/)*")
-            continue
-        out.append(_translate_segment(part) + ("" if last else "/"))
-    return "".join(out)
-
-
-def _translate_segment(seg: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(seg):
-        c = seg[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = seg.find("]", i + 2 if seg[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                inner = seg[i + 1 : j]
-                neg = inner.startswith("!")
-                inner = inner[1:] if neg else inner
-                inner = inner.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
-                out.append(f"[{'^/' if neg else ''}{inner}]" if inner else "(?!)")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)

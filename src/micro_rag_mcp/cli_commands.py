@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.main import parse_excludes, parse_exts
+from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Precision, Settings
 
 if TYPE_CHECKING:
@@ -40,16 +40,7 @@ class NoIndex(MicroRagError):
 
 
 def _folders(args: argparse.Namespace) -> tuple[Path, Path]:
-    data = Path(args.folder).expanduser()
-    if not data.is_dir():
-        raise ConfigError(f"FOLDER {data}: not an existing folder")
-    if not os.access(data, os.R_OK | os.X_OK):
-        raise ConfigError(f"FOLDER {data}: not readable")
-    data = data.resolve()
-    index = Path(args.index_folder).expanduser().resolve() if args.index_folder else data / "index"
-    if index.exists() and not index.is_dir():
-        raise ConfigError(f"--index-folder {index}: not a folder")
-    return data, index
+    return check_folders(args.folder, args.index_folder, "FOLDER")
 
 
 def _reader_settings(args: argparse.Namespace) -> Settings:

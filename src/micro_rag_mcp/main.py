@@ -152,20 +152,27 @@ def parse_excludes(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(patterns)
 
 
+def check_folders(data_arg: str, index_arg: str | None, name: str) -> tuple[Path, Path]:
+    """The data folder (it must exist and be readable) and the index folder (by default
+    ``<data>/index``; if it exists it must be a folder), resolved. Nothing is created."""
+    data = Path(data_arg).expanduser()
+    if not data.is_dir():
+        raise ConfigError(f"{name} {data}: not an existing folder")
+    if not os.access(data, os.R_OK | os.X_OK):
+        raise ConfigError(f"{name} {data}: not readable")
+    data = data.resolve()
+    index = Path(index_arg).expanduser().resolve() if index_arg else data / "index"
+    if index.exists() and not index.is_dir():
+        raise ConfigError(f"--index-folder {index}: not a folder")
+    return data, index
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Validate the flags into a Settings, or raise ConfigError with a one-line reason.
 
     Nothing is created or changed on disk: a start that is refused leaves no trace.
     """
-    data = Path(args.data_folder).expanduser()
-    if not data.is_dir():
-        raise ConfigError(f"--data-folder {data}: not an existing folder")
-    if not os.access(data, os.R_OK | os.X_OK):
-        raise ConfigError(f"--data-folder {data}: not readable")
-    data = data.resolve()
-    index = Path(args.index_folder).expanduser().resolve() if args.index_folder else data / "index"
-    if index.exists() and not index.is_dir():
-        raise ConfigError(f"--index-folder {index}: not a folder")
+    data, index = check_folders(args.data_folder, args.index_folder, "--data-folder")
     if args.chunk_size < 50:
         raise ConfigError("--chunk-size must be at least 50 characters")
     if not 0 <= args.chunk_overlap < args.chunk_size // 2 + 1:

@@ -145,15 +145,21 @@ class ChangeFilter:
             return None
         return rel
 
-    def left_out(self, rel: str, is_dir: bool) -> bool:
+    def left_out(
+        self, rel: str, is_dir: bool, rule_files: dict[Path, list[Rule]] | None = None
+    ) -> bool:
         """Whether the scan would leave ``rel`` out, as the scanner decides it: by
         ``--exclude``, by the ``.gitignore``/``.ignore`` files of the folders above it, or
-        because a folder above it is a virtual environment. Such a change causes no work."""
+        because a folder above it is a virtual environment. Such a change causes no work.
+        ``rule_files`` keeps the rules read per folder across the paths of one batch."""
+        cache = {} if rule_files is None else rule_files
         parts = rel.split("/")
         rules: list[Rule] = []
         folder, prefix = self.root, ""
         for depth, name in enumerate(parts):
-            rules += read_rule_files(folder, prefix)
+            if folder not in cache:
+                cache[folder] = read_rule_files(folder, prefix)
+            rules += cache[folder]
             last = depth == len(parts) - 1
             here = f"{prefix}{name}"
             as_dir = is_dir or not last

@@ -32,6 +32,7 @@ from pathlib import Path
 from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.errors import IndexBusy, MicroRagError, Stopped
 from micro_rag_mcp.fsutil import try_lock
+from micro_rag_mcp.ignore import Rule
 from micro_rag_mcp.layout import IndexPaths, ensure_folder
 from micro_rag_mcp.results import ReindexReport
 from micro_rag_mcp.settings import Settings
@@ -250,12 +251,13 @@ class Watcher:
             self._stop.wait(min(TICK_S, max(0.0, next_scan - time.monotonic())))
 
     def _queue_changes(self, paths: Iterable[str]) -> None:
+        rule_files: dict[Path, list[Rule]] = {}  # each folder's ignore files, read once
         rels = {
             rel
             for p in paths
             if (rel := self.filter.relative(p))
             and self._matters(rel)
-            and not self.filter.left_out(rel, os.path.isdir(self.root / rel))
+            and not self.filter.left_out(rel, os.path.isdir(self.root / rel), rule_files)
         }
         if rels:
             self.queue.add(rels, time.monotonic())

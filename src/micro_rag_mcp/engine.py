@@ -40,7 +40,7 @@ from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
-from micro_rag_mcp.watch import STANDBY, Watcher
+from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
 
 if TYPE_CHECKING:
@@ -333,7 +333,7 @@ def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
     )
     if queued:
         return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
-    if watch == STANDBY:
+    if watch in (STANDBY, WATCHED_ELSEWHERE):
         return f"{said}: the process that watches this folder will reindex {them}"
     return (
         f"{said}: reindex {them} (the reindex tool, or micro-rag index) to bring {them} "

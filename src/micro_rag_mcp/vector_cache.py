@@ -4,8 +4,8 @@ One store at a time: while this process writes, its writer's store is the freshe
 is and searches share it; otherwise searches use the file's latest save, mapped read-only
 (so processes on one folder share its pages) and mapped again only when the file changes
 (another process saved) or the catalog is another one. The writer never reuses a mapped
-store: it loads a copy it can change. How
-many catalog chunks have a vector is counted once per change of either side.
+store: it loads a copy it can change. How many catalog chunks have a vector is counted
+once per change of either side.
 """
 
 from __future__ import annotations
@@ -41,8 +41,12 @@ class VectorCache:
         path = self.paths.vectors
         with self._lock:
             current = self._store
-            reusable = current is not None and not current.mapped and current.owner == owner
-            if reusable and current is not None and current.stamp == file_stamp(path):
+            if (
+                current is not None
+                and not current.mapped
+                and current.owner == owner
+                and current.stamp == file_stamp(path)
+            ):
                 return current
             space = vector_space(embedder)
             if catalog.get_meta("vector_model") != space:

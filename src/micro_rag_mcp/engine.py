@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.ann import APPROXIMATE_FROM
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.changes import stale_files
@@ -64,13 +65,14 @@ class Engine:
         params: SearchParams | None = None,
         *,
         save_every_s: float = 30.0,
+        approximate_from: int = APPROXIMATE_FROM,
     ) -> None:
         self.settings = settings
         self.params = params or SearchParams()
         self.paths = IndexPaths(settings.index_folder)
         self._stop = threading.Event()
         self._model = ModelHandle(load_embedder)
-        self._vectors = VectorCache(self.paths)
+        self._vectors = VectorCache(self.paths, approximate_from)
         self._writer = Writer(
             settings, self.paths, self._model, self._vectors, self._stop, save_every_s=save_every_s
         )

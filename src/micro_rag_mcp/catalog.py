@@ -80,6 +80,13 @@ COMMIT;
 """
 
 
+# Every write transaction ends with this, so a reader can tell that the catalog changed.
+_BUMP_GENERATION = (
+    "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+)
+
+
 class CatalogCorrupt(Exception):
     """The catalog file exists but is not a usable database."""
 
@@ -247,10 +254,11 @@ class Catalog:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; bumps ``generation``."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute(_BUMP_GENERATION)
             self._conn.execute("COMMIT")
         except BaseException:
             if self._conn.in_transaction:
@@ -272,6 +280,16 @@ class Catalog:
     def get_meta(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def generation(self) -> tuple[str | None, int]:
+        """What changes whenever a write transaction commits, in any process: the catalog's
+        id and a count of its write transactions. One indexed row, so cheap to ask."""
+        rows = dict(
+            self._conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('catalog_id', 'generation')"
+            ).fetchall()
+        )
+        return rows.get("catalog_id"), int(rows.get("generation", 0))
 
     def set_meta(self, key: str, value: str) -> None:
         self._conn.execute(

@@ -470,19 +470,75 @@ class Catalog:
             yield from self._conn.execute(sql.format(",".join("?" * len(batch))), batch)
 
     def keyword_search(
-        self, match: str, limit: int, weights: tuple[float, float] = (1.0, 1.0)
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+        *,
+        scored: int | None = None,
     ) -> list[tuple[int, float]]:
         """Chunk ids matching an FTS5 expression with their BM25 score, best first.
 
         FTS5's ``bm25()`` is negative, better matches more so; it is returned negated, so
-        a larger score is a better match and every score is positive.
+        a larger score is a better match and every score is positive. With ``scored``,
+        only the first that many matching rows (by id) are scored, not every one.
         """
-        rows = self._conn.execute(
-            "SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
-            (weights[0], weights[1], match, limit),
-        )
+        source = "chunks_fts WHERE chunks_fts MATCH ?"
+        if scored is not None:
+            source = (
+                "(SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts"
+                f" WHERE chunks_fts MATCH ? LIMIT {int(scored)})"
+            )
+            sql = f"SELECT rowid, score FROM {source} ORDER BY score DESC LIMIT ?"
+        else:
+            sql = (
+                f"SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM {source}"
+                " ORDER BY score DESC LIMIT ?"
+            )
+        rows = self._conn.execute(sql, (weights[0], weights[1], match, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def term_shares(
+        self, terms: Sequence[str], windows: int = 4, width: int = 2500
+    ) -> dict[str, float]:
+        """About what share of chunks contain each term, counted in ``windows`` runs of
+        ``width`` chunk ids spread over the catalog (all of it when it is that small), so
+        the cost does not grow with the catalog."""
+        # Two subqueries: min and max together in one would scan the table.
+        lo, hi = self._conn.execute(
+            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+        ).fetchone()
+        if hi is None:
+            return dict.fromkeys(terms, 0.0)
+        span = int(hi) - int(lo) + 1
+        step = span // windows
+        ranges = (
+            [(int(lo), int(hi))]
+            if span <= windows * width
+            else [(int(lo) + i * step, int(lo) + i * step + width - 1) for i in range(windows)]
+        )
+        rows = sum(  # FTS5's own table of row sizes: counting there reads no chunk text
+            int(
+                self._conn.execute(
+                    "SELECT count(*) FROM chunks_fts_docsize WHERE id BETWEEN ? AND ?", r
+                ).fetchone()[0]
+            )
+            for r in ranges
+        )
+        shares: dict[str, float] = {}
+        for term in terms:
+            hits = sum(
+                int(
+                    self._conn.execute(
+                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                        " AND rowid BETWEEN ? AND ?",
+                        (f'"{term}"', first, last),
+                    ).fetchone()[0]
+                )
+                for first, last in ranges
+            )
+            shares[term] = hits / rows if rows else 0.0
+        return shares
 
     def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""

@@ -128,7 +128,7 @@ class Approximate:
         if k <= 0:
             return []
         params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # not in the stubs
-        params.efSearch = max(2 * k, 64)
+        params.efSearch = max(2 * k, 128)
         if len(self._deleted):
             if self._selector is None:
                 self._selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self._deleted))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-APPROXIMATE_FROM = 50_000  # vectors from which search uses the graph (docs/benchmarks.md)
+APPROXIMATE_FROM = 20_000  # vectors from which search uses the graph (docs/benchmarks.md)
 LINKS = 16  # HNSW M: neighbours per node
 EF_CONSTRUCTION = 40  # faiss's default; 64 built slower for no recall we could measure
 TRAIN_SAMPLE = 100_000  # vectors the 8-bit ranges are learned from

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.perf_search import clustered_vectors
+from micro_rag_mcp.ann import EF_CONSTRUCTION
 
 DEPTH = 200
 
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--synthetic", type=int, help="this many clustered synthetic vectors")
     p.add_argument("--vectors", type=Path, help="a saved faiss.index of real vectors")
+    p.add_argument(
+        "--ef-construction", type=int, default=EF_CONSTRUCTION, help="HNSW build breadth"
+    )
     args = p.parse_args(argv)
     faiss.omp_set_num_threads(1)
     if args.vectors:
@@ -77,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return ids[np.argsort(-(base[ids] @ q))]
 
     ms, truth = _timed(lambda q: exact.search(q.reshape(1, -1), DEPTH + skip)[1][0][skip:], queries)
-    print(f"{n} vectors of {d}; exact scan p50 {ms:.2f} ms")
+    print(f"{n} vectors of {d}; exact scan p50 {ms:.2f} ms; efConstruction {args.ef_construction}")
     print("| index | build s | bytes/vector | p50 ms | recall@10 | recall@50 | recall@200 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 d, faiss.ScalarQuantizer.QT_8bit, 16, faiss.METRIC_INNER_PRODUCT
             )
             hnsw.train(base)
-        hnsw.hnsw.efConstruction = 40
+        hnsw.hnsw.efConstruction = args.ef_construction
         hnsw.add(base)
         built = time.perf_counter() - started
         for ef in (200, 400):

@@ -150,14 +150,17 @@ def build_folder(work: Path, size: int) -> Path:
     expected = {"recipe": RECIPE, "chunks": size}
     if marker.exists() and json.loads(marker.read_text()) == expected:
         return work
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "docs").mkdir(parents=True)
+    building = work / "building.json"  # a build that was interrupted goes on where it was
+    if not (building.exists() and json.loads(building.read_text()) == expected):
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "docs" / "index").mkdir(parents=True)
+        building.write_text(json.dumps(expected))
     paths = IndexPaths(work / "docs" / "index")
-    paths.folder.mkdir()
     started = time.perf_counter()
     _write_catalog(paths, size)
     _write_vectors(paths, size)
     marker.write_text(json.dumps(expected))
+    building.unlink()
     print(
         f"# search: built {size} chunks in {time.perf_counter() - started:.0f} s", file=sys.stderr
     )
@@ -166,12 +169,13 @@ def build_folder(work: Path, size: int) -> Path:
 
 def _write_catalog(paths: IndexPaths, size: int) -> None:
     words = np.array(_words())
-    rng = np.random.default_rng(size)
     catalog = Catalog.open(paths.catalog)
     catalog.set_meta("vector_model", vector_space(TableEmbedder({})))
     probabilities = _zipf_probabilities()
+    done = len(catalog.files())  # each file is one transaction: whole files only
     try:
-        for file_no in range(size // CHUNKS_PER_FILE):
+        for file_no in range(done, size // CHUNKS_PER_FILE):
+            rng = np.random.default_rng([size, file_no])
             drawn = rng.choice(VOCABULARY, (CHUNKS_PER_FILE, WORDS_PER_CHUNK), p=probabilities)
             texts = [" ".join(words[row]) for row in drawn]
             texts[0] = f"{texts[0]} {rare_token(file_no)}"

@@ -40,14 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--realdocs", type=Path, help="a folder of real documents")
     p.add_argument("--sec10q", type=Path, help="the sec10q_dev folder (its PDFs)")
     p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    modules = {name: _section(name) for name in SECTIONS}
-    for module in modules.values():
-        module.add_arguments(p)
-    args = p.parse_args(argv)
-    chosen = [s.strip() for s in args.sections.split(",") if s.strip()]
+    # Only the chosen sections are imported (and add their flags): each is a module of its own.
+    known, _ = p.parse_known_args(argv)
+    chosen = [s.strip() for s in known.sections.split(",") if s.strip()]
     unknown = sorted(set(chosen) - set(SECTIONS))
     if unknown:
         p.error(f"unknown section {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    modules = {name: _section(name) for name in chosen}
+    for module in modules.values():
+        module.add_arguments(p)
+    args = p.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     print(
         f"# bench.perf: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, "

@@ -80,6 +80,13 @@ COMMIT;
 """
 
 
+# Every write transaction ends with this, so a reader can tell that the catalog changed.
+_BUMP_GENERATION = (
+    "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+)
+
+
 class CatalogCorrupt(Exception):
     """The catalog file exists but is not a usable database."""
 
@@ -247,10 +254,11 @@ class Catalog:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; bumps ``generation``."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield self._conn
+            self._conn.execute(_BUMP_GENERATION)
             self._conn.execute("COMMIT")
         except BaseException:
             if self._conn.in_transaction:
@@ -272,6 +280,16 @@ class Catalog:
     def get_meta(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def generation(self) -> tuple[str | None, int]:
+        """What changes whenever a write transaction commits, in any process: the catalog's
+        id and a count of its write transactions. One indexed row, so cheap to ask."""
+        rows = dict(
+            self._conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('catalog_id', 'generation')"
+            ).fetchall()
+        )
+        return rows.get("catalog_id"), int(rows.get("generation", 0))
 
     def set_meta(self, key: str, value: str) -> None:
         self._conn.execute(
@@ -452,19 +470,75 @@ class Catalog:
             yield from self._conn.execute(sql.format(",".join("?" * len(batch))), batch)
 
     def keyword_search(
-        self, match: str, limit: int, weights: tuple[float, float] = (1.0, 1.0)
+        self,
+        match: str,
+        limit: int,
+        weights: tuple[float, float] = (1.0, 1.0),
+        *,
+        scored: int | None = None,
     ) -> list[tuple[int, float]]:
         """Chunk ids matching an FTS5 expression with their BM25 score, best first.
 
         FTS5's ``bm25()`` is negative, better matches more so; it is returned negated, so
-        a larger score is a better match and every score is positive.
+        a larger score is a better match and every score is positive. With ``scored``,
+        only the first that many matching rows (by id) are scored, not every one.
         """
-        rows = self._conn.execute(
-            "SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts "
-            "WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?",
-            (weights[0], weights[1], match, limit),
-        )
+        source = "chunks_fts WHERE chunks_fts MATCH ?"
+        if scored is not None:
+            source = (
+                "(SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts"
+                f" WHERE chunks_fts MATCH ? LIMIT {int(scored)})"
+            )
+            sql = f"SELECT rowid, score FROM {source} ORDER BY score DESC LIMIT ?"
+        else:
+            sql = (
+                f"SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM {source}"
+                " ORDER BY score DESC LIMIT ?"
+            )
+        rows = self._conn.execute(sql, (weights[0], weights[1], match, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def term_shares(
+        self, terms: Sequence[str], windows: int = 4, width: int = 2500
+    ) -> dict[str, float]:
+        """About what share of chunks contain each term, counted in ``windows`` runs of
+        ``width`` chunk ids spread over the catalog (all of it when it is that small), so
+        the cost does not grow with the catalog."""
+        # Two subqueries: min and max together in one would scan the table.
+        lo, hi = self._conn.execute(
+            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+        ).fetchone()
+        if hi is None:
+            return dict.fromkeys(terms, 0.0)
+        span = int(hi) - int(lo) + 1
+        step = span // windows
+        ranges = (
+            [(int(lo), int(hi))]
+            if span <= windows * width
+            else [(int(lo) + i * step, int(lo) + i * step + width - 1) for i in range(windows)]
+        )
+        rows = sum(  # FTS5's own table of row sizes: counting there reads no chunk text
+            int(
+                self._conn.execute(
+                    "SELECT count(*) FROM chunks_fts_docsize WHERE id BETWEEN ? AND ?", r
+                ).fetchone()[0]
+            )
+            for r in ranges
+        )
+        shares: dict[str, float] = {}
+        for term in terms:
+            hits = sum(
+                int(
+                    self._conn.execute(
+                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                        " AND rowid BETWEEN ? AND ?",
+                        (f'"{term}"', first, last),
+                    ).fetchone()[0]
+                )
+                for first, last in ranges
+            )
+            shares[term] = hits / rows if rows else 0.0
+        return shares
 
     def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.ann import APPROXIMATE_FROM
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.changes import stale_files
@@ -38,6 +39,7 @@ from micro_rag_mcp.results import (
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.stats_cache import StatsCache
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
 from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
@@ -64,13 +66,15 @@ class Engine:
         params: SearchParams | None = None,
         *,
         save_every_s: float = 30.0,
+        approximate_from: int = APPROXIMATE_FROM,
     ) -> None:
         self.settings = settings
         self.params = params or SearchParams()
         self.paths = IndexPaths(settings.index_folder)
         self._stop = threading.Event()
         self._model = ModelHandle(load_embedder)
-        self._vectors = VectorCache(self.paths)
+        self._vectors = VectorCache(self.paths, approximate_from)
+        self._stats = StatsCache()
         self._writer = Writer(
             settings, self.paths, self._model, self._vectors, self._stop, save_every_s=save_every_s
         )
@@ -303,7 +307,7 @@ class Engine:
             catalog.close()
 
     def _state(self, catalog: Catalog | None) -> IndexState:
-        stats = catalog.stats() if catalog is not None else None
+        stats = self._stats.get(catalog) if catalog is not None else None
         with_vectors = self._vectors.count(catalog, stats) if catalog is not None and stats else 0
         progress = self._writer.progress
         indexing = self._writer.running

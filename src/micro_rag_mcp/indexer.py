@@ -273,8 +273,10 @@ def embed_missing(
         if progress:
             progress(Progress("embedding", min(i + EMBED_BATCH, len(missing)), len(missing)))
         if time.monotonic() - last_save > save_every_s:
+            vectors.refresh_graph()
             vectors.save()
             last_save = time.monotonic()
+    vectors.refresh_graph()  # the approximate search graph, from its size on (see ann.py)
     if vectors.dirty or not vectors.path.exists():
         vectors.save()
     if missing:

@@ -29,6 +29,11 @@ class IndexPaths:
         return self.folder / "faiss.index"
 
     @property
+    def graph(self) -> Path:
+        """The approximate search graph of a large folder (derived from ``vectors``)."""
+        return self.folder / "hnsw.index"
+
+    @property
     def version(self) -> Path:
         return self.folder / "version"
 
@@ -117,14 +122,16 @@ def _set_aside(paths: IndexPaths) -> None:
 
 
 def _drop_vectors(paths: IndexPaths) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        paths.vectors.unlink()
-        fsync_dir(paths.folder)
+    for derived in (paths.graph, paths.vectors):
+        with contextlib.suppress(FileNotFoundError):
+            derived.unlink()
+            fsync_dir(paths.folder)
 
 
 def _remove_stale_temporaries(paths: IndexPaths) -> None:
     """Temporary files of saves that a kill interrupted (only the lock holder calls this)."""
-    for tmp in paths.folder.glob(f".{paths.vectors.name}.*.tmp"):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-            logger.info("removed %s, left by an interrupted save", tmp.name)
+    for saved in (paths.vectors, paths.graph):
+        for tmp in paths.folder.glob(f".{saved.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                logger.info("removed %s, left by an interrupted save", tmp.name)

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.cjk import cjk_query
+from micro_rag_mcp.keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.keywords import or_query
 from micro_rag_mcp.results import Hit
 from micro_rag_mcp.vectors import VectorStore
 
@@ -82,6 +84,15 @@ def fts_query(
     ``-``, ``"``) is only ever text. Words in ``stopwords`` are left out unless the text
     has no other word. Returns None when the text has no word at all.
     """
+    terms = query_terms(text, max_terms, stopwords)
+    return or_query(terms) if terms else None
+
+
+def query_terms(
+    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
+) -> list[str]:
+    """The distinct words of ``text``, lower-cased, without ``stopwords`` unless the text
+    has no other word, at most ``max_terms``."""
     seen: dict[str, None] = {}
     stopped: dict[str, None] = {}
     for term in _TERM.findall(text.lower()):
@@ -95,10 +106,7 @@ def fts_query(
         seen[term] = None
         if len(seen) >= max_terms:
             break
-    terms = seen or stopped
-    if not terms:
-        return None
-    return " OR ".join(f'"{t}"' for t in terms)
+    return list(seen or stopped)
 
 
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
@@ -159,9 +167,9 @@ def hybrid_search(
             vector_hits = vectors.search(query_vector, params.depth)
         keyword_hits: list[tuple[int, float]] = []
         stopwords = params.stopwords if params.drop_stopwords else frozenset()
-        match = fts_query(query, stopwords=stopwords) if "keyword" in params.channels else None
-        if match is not None:
-            keyword_hits = catalog.keyword_search(match, params.depth, (params.title_weight, 1.0))
+        terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
+        if terms:
+            keyword_hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
         cjk = cjk_query(query) if "keyword" in params.channels else None
         if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
             keyword_hits = _merged(keyword_hits, catalog.cjk_search(cjk, params.depth))
@@ -188,7 +196,7 @@ def hybrid_search(
                 if use_vectors
                 else {}
             )
-            ran = int(use_vectors) + int(match is not None or cjk is not None)
+            ran = int(use_vectors) + int(bool(terms) or cjk is not None)
             fused = convex(
                 vector_scores,
                 dict(keyword_hits),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from micro_rag_mcp.ann import APPROXIMATE_FROM
 from micro_rag_mcp.catalog import Catalog, CatalogStats
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.indexer import vector_space
@@ -23,8 +24,9 @@ logger = logging.getLogger(__name__)
 
 
 class VectorCache:
-    def __init__(self, paths: IndexPaths) -> None:
+    def __init__(self, paths: IndexPaths, approximate_from: int = APPROXIMATE_FROM) -> None:
         self.paths = paths
+        self.approximate_from = approximate_from  # see ann.py
         self._store: VectorStore | None = None
         self._lock = threading.Lock()
         self._count_key: tuple[object, ...] | None = None
@@ -53,8 +55,9 @@ class VectorCache:
                 if path.exists():
                     logger.warning("the saved vectors are not from %s; they will be rebuilt", space)
                     path.unlink()
+                self.paths.graph.unlink(missing_ok=True)
                 catalog.set_meta("vector_model", space)
-            self._store = VectorStore.load(path, embedder.dimension, owner)
+            self._store = self._load(embedder, owner, mapped=False)
             return self._store
 
     def for_reader(
@@ -72,8 +75,18 @@ class VectorCache:
             if stamp is None or catalog.get_meta("vector_model") != vector_space(embedder):
                 self._store = None
                 return None
-            self._store = VectorStore.load(path, embedder.dimension, owner, mapped=True)
+            self._store = self._load(embedder, owner, mapped=True)
             return self._store
+
+    def _load(self, embedder: Embedder, owner: str | None, *, mapped: bool) -> VectorStore:
+        return VectorStore.load(
+            self.paths.vectors,
+            embedder.dimension,
+            owner,
+            mapped=mapped,
+            graph_path=self.paths.graph,
+            approximate_from=self.approximate_from,
+        )
 
     def count(
         self, catalog: Catalog, stats: CatalogStats, vectors: VectorStore | None = None

@@ -7,6 +7,10 @@ written atomically, so a reader process sees the previous save or the next one. 
 that only searches maps the file read-only instead of copying it: its pages are the page
 cache's, shared by every process that serves the folder (a save is a new file, so a
 mapping never sees a half-written one).
+
+From ``approximate_from`` vectors on, search asks an HNSW graph (``ann.py``) for its
+candidates instead of scanning every vector; the flat index stays the source of the
+vectors and of which ids are live, and scores every candidate exactly.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from micro_rag_mcp.ann import ADOPT_MISSING, APPROXIMATE_FROM, Approximate
+from micro_rag_mcp.ann import drop as drop_graph
 from micro_rag_mcp.fsutil import atomic_write_bytes
 
 if TYPE_CHECKING:
@@ -31,7 +38,14 @@ class VectorStore:
     """An in-memory FAISS index guarded by a lock, saved atomically to one file."""
 
     def __init__(
-        self, path: Path, dimension: int, index: Any = None, owner: str | None = None
+        self,
+        path: Path,
+        dimension: int,
+        index: Any = None,
+        owner: str | None = None,
+        *,
+        graph_path: Path | None = None,
+        approximate_from: int = APPROXIMATE_FROM,
     ) -> None:
         import faiss
 
@@ -45,16 +59,37 @@ class VectorStore:
         self.stamp: tuple[int, int, int] | None = None  # of the file last read or written
         self.owner = owner  # id of the catalog whose chunk ids these vectors carry
         self.mapped = False  # read-only: the vectors are the saved file's pages
+        self.graph_path = graph_path  # where the HNSW graph is saved; None: never one
+        self.approximate_from = approximate_from
+        self._graph: Approximate | None = None
 
     @classmethod
     def load(
-        cls, path: Path, dimension: int, owner: str | None = None, *, mapped: bool = False
+        cls,
+        path: Path,
+        dimension: int,
+        owner: str | None = None,
+        *,
+        mapped: bool = False,
+        graph_path: Path | None = None,
+        approximate_from: int = APPROXIMATE_FROM,
     ) -> VectorStore:
-        """Load the saved index; an unreadable or mismatched file yields an empty store.
+        """Load the saved index (and its graph, if it is large enough to use one).
 
-        ``mapped``: map the file read-only rather than copy it, for a store that is only
-        searched (``add`` and ``remove`` then raise).
+        An unreadable or mismatched vector file yields an empty store; an unreadable
+        graph, or one far behind the vectors, is left out (search is exact until the
+        writer builds it again). ``mapped``: map the vector file read-only rather than
+        copy it, for a store that is only searched (``add`` and ``remove`` then raise).
         """
+        store = cls._load_flat(path, dimension, owner, mapped)
+        store.graph_path = graph_path
+        store.approximate_from = approximate_from
+        if graph_path is not None and len(store) >= approximate_from:
+            store._adopt(Approximate.load(graph_path, dimension))
+        return store
+
+    @classmethod
+    def _load_flat(cls, path: Path, dimension: int, owner: str | None, mapped: bool) -> VectorStore:
         import faiss
         import numpy as np
 
@@ -105,6 +140,8 @@ class VectorStore:
             self._index.add_with_ids(
                 np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
             )
+            if self._graph is not None:
+                self._graph.add(ids, vectors)
             self.dirty = True
 
     def remove(self, ids: Sequence[int]) -> int:
@@ -118,6 +155,8 @@ class VectorStore:
             removed = int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))  # type: ignore[arg-type]
             if removed:
                 self.dirty = True
+                if self._graph is not None:
+                    self._graph.delete(np.asarray(ids, dtype=np.int64))
             return removed
 
     def _check_writable(self) -> None:
@@ -126,30 +165,130 @@ class VectorStore:
             raise RuntimeError(f"{self.path} is mapped read-only; load it unmapped to change it")
 
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The k nearest chunk ids with their cosine similarity, best first."""
+        """The k nearest chunk ids with their cosine similarity, best first.
+
+        Exact below ``approximate_from`` vectors; from there on, the graph's candidates
+        scored with their exact vectors.
+        """
+        import faiss
         import numpy as np
 
+        # One query gains nothing from OpenMP's threads, and on a busy machine waiting for
+        # the second one cost 1-15 ms a search. The setting is this thread's only.
+        faiss.omp_set_num_threads(1)
         with self._lock:
             if self._index.ntotal == 0:
                 return []
+            if self.approximate:
+                assert self._graph is not None
+                candidates = self._graph.search(query, k)
+                scores = self._similarity(query, candidates)
+                return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
             k = min(k, int(self._index.ntotal))
             scores, ids = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), k)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
     def similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of the query to each given chunk that has a vector."""
+        with self._lock:
+            return self._similarity(query, ids)
+
+    def _similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
         import numpy as np
 
-        out: dict[int, float] = {}
         q = np.asarray(query, dtype=np.float32).reshape(-1)
+        wanted = np.asarray(ids, dtype=np.int64)
+        if wanted.size == 0:
+            return {}
+        try:  # one call for all, unless some id has no vector (yet, or any more)
+            found = wanted
+            scores = self._index.reconstruct_batch(wanted) @ q
+        except RuntimeError:
+            found = np.asarray([c for c in wanted if self._has(int(c))], dtype=np.int64)
+            scores = self._index.reconstruct_batch(found) @ q if found.size else found
+        return dict(zip(found.tolist(), scores.tolist(), strict=True))
+
+    def _has(self, cid: int) -> bool:
+        try:
+            self._index.reconstruct(cid)
+        except RuntimeError:
+            return False
+        return True
+
+    # -- the graph -------------------------------------------------------------------
+
+    @property
+    def approximate(self) -> bool:
+        """Whether search takes its candidates from the graph."""
+        return self._graph is not None and self._index.ntotal >= self.approximate_from
+
+    @property
+    def graph_due(self) -> bool:
+        """Whether ``refresh_graph`` has work: a graph to build, rebuild or drop."""
+        if self.graph_path is None:
+            return False
+        large = len(self) >= self.approximate_from
+        if self._graph is None:
+            return large or self.graph_path.exists()
+        return not large or self._graph.worn
+
+    def refresh_graph(self) -> None:
+        """Build the graph once the store is large enough, rebuild a worn one, drop it when
+        the store shrinks below the size that uses it. Writer only; the next save writes it.
+
+        The build reads the flat vectors in place, outside the lock (searches meanwhile
+        use the old graph or none): only the writer, which is here, changes the store.
+        """
+        if not self.graph_due:
+            return
+        assert self.graph_path is not None
+        if len(self) < self.approximate_from:
+            with self._lock:
+                self._graph = None
+            drop_graph(self.graph_path)
+            return
+        started = time.monotonic()
+        ids, vectors = self._arrays()
+        graph = Approximate.build(ids, vectors)
         with self._lock:
-            for cid in ids:
-                try:
-                    vec = self._index.reconstruct(int(cid))
-                except RuntimeError:  # no vector for this id (yet)
-                    continue
-                out[int(cid)] = float(np.dot(vec, q))
-        return out
+            self._graph = graph
+            self.dirty = True
+        logger.info(
+            "built the search graph of %d vectors in %.1f s", len(ids), time.monotonic() - started
+        )
+
+    def _arrays(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Every id and vector of the flat index, the vectors as a view (no copy)."""
+        import faiss
+
+        flat: Any = faiss.downcast_index(self._index.index)
+        count = int(flat.ntotal)
+        vectors = faiss.rev_swig_ptr(flat.get_xb(), count * self.dimension)
+        return self.ids(), vectors.reshape(count, self.dimension)
+
+    def _adopt(self, graph: Approximate | None) -> None:
+        """Take a loaded graph, brought in line with the vectors: ids the vectors no longer
+        hold are deleted, vectors the graph lacks are added, unless so many lack that
+        building it again is the better way (the writer does that)."""
+        import numpy as np
+
+        if graph is None:
+            return
+        ids = self.ids()
+        held = graph.ids()
+        missing = np.setdiff1d(ids, held, assume_unique=True)
+        if missing.size > ADOPT_MISSING * len(ids):
+            logger.info(
+                "%s lacks %d of %d vectors; search is exact until it is rebuilt",
+                self.graph_path,
+                missing.size,
+                len(ids),
+            )
+            return
+        graph.delete(np.setdiff1d(held, ids, assume_unique=True))
+        if missing.size:
+            graph.add(missing.tolist(), self._index.reconstruct_batch(missing))
+        self._graph = graph
 
     def save(self) -> None:
         """Write the index atomically: temporary file, fsync, rename, fsync the folder."""
@@ -157,9 +296,14 @@ class VectorStore:
 
         with self._lock:
             data = faiss.serialize_index(self._index).tobytes()
+            graph = self._graph
             self.dirty = False
         try:
             atomic_write_bytes(self.path, data)
+            if graph is not None and self.graph_path is not None:
+                # Written after the vectors: a reader that finds it behind (a kill between
+                # the two) adds what it lacks, see _adopt.
+                graph.save(self.graph_path)
         except BaseException:
             self.dirty = True  # the next save must still write what this one could not
             raise

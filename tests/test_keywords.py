@@ -1,0 +1,46 @@
+"""The keyword channel leaves out words most chunks contain, and still answers with them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.keywords import keyword_hits
+
+
+def catalog_of(path: Path, texts: list[str]) -> Catalog:
+    catalog = Catalog.open(path / "catalog.sqlite3")
+    for i, text in enumerate(texts):
+        record = FileRecord(f"f{i}.txt", ".txt", 10, 1, None, "ok", None)
+        catalog.store_file(record, [NewChunk(0, 0, len(text), 1, 1, None, "", text)])
+    return catalog
+
+
+def test_a_word_in_most_chunks_is_left_out_and_the_order_is_kept(tmp_path: Path) -> None:
+    texts = [f"quarterly report number {i}" for i in range(20)]
+    texts[3] = "quarterly report on the walrus colony, walrus counts"
+    texts[11] = "walrus sighting in the quarterly report"
+    catalog = catalog_of(tmp_path, texts)
+    hits = keyword_hits(catalog, ["report", "walrus"], 10, (1.0, 1.0))
+    assert [cid for cid, _ in hits] == [4, 12]  # chunk ids start at 1
+    full = catalog.keyword_search('"report" OR "walrus"', 10)
+    assert [cid for cid, _ in full][:2] == [4, 12]  # the same order as scoring every row
+    assert len(full) == 10  # which would have scored every chunk
+
+
+def test_a_query_of_common_words_only_still_finds_chunks(tmp_path: Path) -> None:
+    catalog = catalog_of(tmp_path, [f"quarterly report number {i}" for i in range(30)])
+    hits = keyword_hits(catalog, ["quarterly", "report"], 5, (1.0, 1.0))
+    assert len(hits) == 5 and all(score > 0 for _, score in hits)
+
+
+@pytest.mark.parametrize(("term", "share"), [("even", 0.5), ("all", 1.0), ("none", 0.0)])
+def test_term_shares_are_estimated_from_windows_spread_over_the_ids(
+    tmp_path: Path, term: str, share: float
+) -> None:
+    texts = [("even all" if i % 2 == 0 else "odd all") + f" row{i}" for i in range(400)]
+    catalog = catalog_of(tmp_path, texts)
+    shares = catalog.term_shares([term], windows=4, width=20)  # 80 of the 400 rows
+    assert shares[term] == pytest.approx(share)

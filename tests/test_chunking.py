@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 
 import pytest
@@ -172,7 +171,7 @@ def test_invariants_hold_for_any_text(text: str, size: int, data: st.DataObject)
     assert_invariants(text, chunk_text(text, size, overlap), size, overlap)
 
 
-# --------------------------------------------------------------------------- speed
+# --------------------------------------------------------------------------- size
 
 
 @pytest.mark.parametrize(
@@ -180,12 +179,10 @@ def test_invariants_hold_for_any_text(text: str, size: int, data: st.DataObject)
     [lambda: prose(5_000_000), lambda: "x" * 5_000_000, lambda: ("a" + " " * 700) * 7_000],
     ids=["prose", "no-whitespace", "sparse"],
 )
-def test_five_megabytes_chunk_in_well_under_a_second(make: Callable[[], str]) -> None:
+def test_five_megabytes_are_chunked_whole(make: Callable[[], str]) -> None:
+    # How fast is bench.readers' business; here, that nothing is lost or out of bounds.
     text = make()
-    started = time.perf_counter()
-    chunks = chunk_text(text, 1000, 200)
-    assert time.perf_counter() - started < 1.0
-    assert chunks[-1].end == len(text.rstrip())
+    assert_invariants(text, chunk_text(text, 1000, 200), 1000, 200)
 
 
 # --------------------------------------------------------------------------- Locator

@@ -138,6 +138,7 @@ class MilvusEngine:
         identity = self.identity(embedder)
         self.index.check_identity(identity, ("vector_space", "chunking"))
         self.index.create(embedder.dimension, identity)
+        self.index.check_identity(identity, ("vector_space", "chunking"))  # made by another?
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:

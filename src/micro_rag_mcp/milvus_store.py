@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "micro_rag.identity"
 CONNECT_TIMEOUT_S = 5.0
-CALL_TIMEOUT_S = 30.0
+CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 256
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
 MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
@@ -66,6 +66,7 @@ _FILE_FIELDS = [
     "status",
     "error",
     "version",
+    "previous",
     "indexed_at",
 ]
 # English text as FTS5's porter tokenizer sees it, where the server has the filters
@@ -88,6 +89,7 @@ class FileRow:
     record: FileRecord
     version: int
     indexed_at: float
+    previous: int = 0  # a version whose chunks may remain: the file's write did not end
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +172,13 @@ class MilvusIndex:
             self._client = None
 
     def _unavailable(self, e: Exception) -> StoreUnavailable:
+        from pymilvus.exceptions import ConnectError, MilvusUnavailableException
+
         reason = getattr(e, "message", None) or str(e) or type(e).__name__
         reason = " ".join(str(reason).split())[:300]
-        return StoreUnavailable(f"the store {self.config.url} cannot be reached ({reason})")
+        down = isinstance(e, ConnectError | MilvusUnavailableException) or "connect" in reason
+        what = "cannot be reached" if down else "refused a request"
+        return StoreUnavailable(f"the store {self.config.url} {what} ({reason})")
 
     def _call(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(client)``; any failure of the store is a StoreUnavailable."""
@@ -204,7 +210,7 @@ class MilvusIndex:
             if not c.has_collection(self.files_name):
                 schema = c.create_schema(auto_id=False)
                 schema.add_field("path", DataType.VARCHAR, is_primary=True, max_length=4096)
-                for name in ("size", "mtime_ns", "version"):
+                for name in ("size", "mtime_ns", "version", "previous"):
                     schema.add_field(name, DataType.INT64)
                 for name in ("ext", "checksum", "status"):
                     schema.add_field(name, DataType.VARCHAR, max_length=256)
@@ -213,15 +219,13 @@ class MilvusIndex:
                 schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)  # Milvus needs one
                 index = c.prepare_index_params()
                 index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
-                c.create_collection(
-                    self.files_name, schema=schema, index_params=index, consistency_level="Strong"
-                )
+                _create(c, self.files_name, schema=schema, index_params=index)
             if not c.has_collection(self.chunks):
-                c.create_collection(
+                _create(
+                    c,
                     self.chunks,
                     schema=self._chunk_schema(c, dimension),
                     index_params=self._chunk_indexes(c),
-                    consistency_level="Strong",
                     properties={IDENTITY_KEY: json.dumps(identity, sort_keys=True)},
                 )
 
@@ -323,8 +327,12 @@ class MilvusIndex:
             rows.update((r["path"], _file_row(r)) for r in found)
         return rows
 
-    def put_file(self, record: FileRecord, version: int) -> None:
-        """Flip one file to ``version`` (or record it): one upsert of one entity."""
+    def put_file(self, record: FileRecord, version: int, previous: int = 0) -> None:
+        """Flip one file to ``version`` (or record it): one upsert of one entity.
+
+        ``previous`` names the version whose chunks are still to be deleted, so a pass
+        killed before it deletes them leaves the next pass a note to finish the job.
+        """
         row = {
             "path": record.path,
             "ext": _clip(record.ext, 256),
@@ -334,6 +342,7 @@ class MilvusIndex:
             "status": record.status,
             "error": _clip(record.error or ""),
             "version": version,
+            "previous": previous,
             "indexed_at": time.time(),
             "unused": [0.0, 0.0],
         }
@@ -477,6 +486,18 @@ class MilvusIndex:
         return sorted(rows, key=lambda r: int(r["chunk_index"]))
 
 
+def _create(c: Any, name: str, **kw: Any) -> None:
+    """Create a collection, unless another worker is doing it (then wait for theirs)."""
+    try:
+        c.create_collection(name, consistency_level="Strong", **kw)
+    except Exception:
+        deadline = time.monotonic() + CREATE_WAIT_S
+        while not c.has_collection(name):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def _hit(h: dict[str, Any], score: float) -> ChunkHit:
     entity = h.get("entity", {})
     return ChunkHit(int(h["id"]), float(score), str(entity["path"]), int(entity["version"]))
@@ -492,7 +513,7 @@ def _file_row(r: dict[str, Any]) -> FileRow:
         str(r["status"]),
         str(r["error"]) or None,
     )
-    return FileRow(record, int(r["version"]), float(r["indexed_at"]))
+    return FileRow(record, int(r["version"]), float(r["indexed_at"]), int(r["previous"]))
 
 
 def stored_chunk(row: dict[str, Any], file: FileRecord) -> StoredChunk:

@@ -114,6 +114,8 @@ class _FileStep:
         force: bool,
         counts: SyncCounts,
     ) -> None:
+        if row is not None and row.previous:
+            self.finish(row)
         rec = row.record if row is not None else None
         if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
             counts.unchanged += 1
@@ -162,9 +164,14 @@ class _FileStep:
         dense = np.concatenate(vectors) if vectors else empty
         self.embedded = len(chunks)
         self.index.insert_chunks(record.path, version, title, chunks, dense)
-        self.index.put_file(record, version)
+        self.index.put_file(record, version, previous=old or 0)
         if old is not None:
-            self.index.delete_chunks(record.path, version=old)
+            self.finish(FileRow(record, version, 0.0, old))
+
+    def finish(self, row: FileRow) -> None:
+        """Delete the chunks of the version a file was flipped from, then the note of it."""
+        self.index.delete_chunks(row.record.path, version=row.previous)
+        self.index.put_file(row.record, row.version)
 
     def _failed(
         self,

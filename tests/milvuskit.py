@@ -103,7 +103,7 @@ def store_engine(
     return engine
 
 
-# argv: data folder, store URL, step ("mid-insert", "after-insert", "after-flip"), n
+# argv: data folder, store URL, step ("mid-insert", "after-insert", "after-flip"), n, batch
 HALTING_WORKER = """
 import sys, time
 from pathlib import Path
@@ -111,44 +111,46 @@ from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.store import parse_store_url
 from tests.milvuskit import store_engine
 
-data, url, step, n = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+data, url, step, n, batch = Path(sys.argv[1]), sys.argv[2], sys.argv[3], *map(int, sys.argv[4:])
 seen = {"insert": 0, "flip": 0}
 
 def halt():
     print("halted", flush=True)
     time.sleep(3600)
 
-insert, flip = MilvusIndex.insert_chunks, MilvusIndex.put_file
+insert, flip = MilvusIndex.insert_chunks, MilvusIndex.put_files
 
-def halting_insert(self, path, version, title, chunks, vectors):
+def halting_insert(self, rows):
     seen["insert"] += 1
     if step == "mid-insert" and seen["insert"] == n:
-        insert(self, path, version, title, chunks[:1], vectors[:1])
+        insert(self, rows[: len(rows) // 2])
         halt()
-    insert(self, path, version, title, chunks, vectors)
+    insert(self, rows)
     if step == "after-insert" and seen["insert"] == n:
         halt()
 
-def halting_flip(self, *args, **kwargs):
-    flip(self, *args, **kwargs)
-    seen["flip"] += 1
-    if step == "after-flip" and seen["flip"] == n:
-        halt()
+def halting_flip(self, files):
+    flip(self, files)
+    if any(previous for _, _, previous in files):  # a flip, not the clearing of its note
+        seen["flip"] += 1
+        if step == "after-flip" and seen["flip"] == n:
+            halt()
 
-MilvusIndex.insert_chunks, MilvusIndex.put_file = halting_insert, halting_flip
+MilvusIndex.insert_chunks, MilvusIndex.put_files = halting_insert, halting_flip
 engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
+engine.batch_chunks = batch
 engine.reindex()
 print("done", flush=True)
 """
 
 
-def run_halting_worker(data: Path, url: str, step: str, n: int) -> None:
+def run_halting_worker(data: Path, url: str, step: str, n: int, batch: int) -> None:
     """Run the worker until it halts at ``step`` number ``n``, then kill it with SIGKILL."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     log = data.parent / "worker.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-c", HALTING_WORKER, str(data), url, step, str(n)],
+            [sys.executable, "-c", HALTING_WORKER, str(data), url, step, str(n), str(batch)],
             stdout=subprocess.PIPE,
             stderr=err,
             env=env,

@@ -180,10 +180,17 @@ def visible_state(engine: MilvusEngine, rel: str, old: str, new: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("step", "n"), [("mid-insert", 1), ("after-insert", 2), ("after-flip", 1), ("after-flip", 3)]
+    ("step", "n", "batch", "new_seen"),
+    [
+        ("mid-insert", 1, 64, 0),  # half of one batch's chunks are in
+        ("after-insert", 2, 1, 1),  # the second file's chunks are in, not yet current
+        ("after-flip", 1, 1, 1),  # the first file is current, its old chunks still there
+        ("after-flip", 3, 1, 3),
+        ("after-flip", 1, 64, 4),  # every file flipped in one request, none cleaned up
+    ],
 )
 def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
-    milvus: MilvusServer, tmp_path: Path, step: str, n: int
+    milvus: MilvusServer, tmp_path: Path, step: str, n: int, batch: int, new_seen: int
 ) -> None:
     old = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(4)}
     new = {f"f{i}.txt": " ".join(["yankee zulu xray"] * 40) + f" file {i}" for i in range(4)}
@@ -193,11 +200,11 @@ def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
     engine.reindex()
     for rel, text in new.items():
         restamp(data / rel, text)
-    run_halting_worker(data, url, step, n)
-    states = {rel: visible_state(engine, rel, old[rel], new[rel]) for rel in old}
-    assert "old" in states.values()  # the worker was stopped part way
+    run_halting_worker(data, url, step, n, batch)
+    states = [visible_state(engine, rel, old[rel], new[rel]) for rel in old]
+    assert states.count("new") == new_seen
     report = engine.reindex()  # a re-run finishes the job and clears what was left
-    assert report.files_updated == list(states.values()).count("old")
+    assert report.files_updated == states.count("old")
     for rel in old:
         assert visible_state(engine, rel, old[rel], new[rel]) == "new"
         current = engine.index.file_rows([rel])[rel].version

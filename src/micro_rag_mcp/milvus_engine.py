@@ -31,7 +31,7 @@ from micro_rag_mcp.errors import (
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_search import store_search
 from micro_rag_mcp.milvus_store import MilvusIndex, stored_chunk
-from micro_rag_mcp.milvus_sync import sync_store
+from micro_rag_mcp.milvus_sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
@@ -70,6 +70,7 @@ class MilvusEngine:
         *,
         folder: Path | None = None,
         params: SearchParams | None = None,
+        batch_chunks: int = BATCH_CHUNKS,
     ) -> None:
         if folder is not None and folder != settings.data_folder:
             raise ValueError("folder must be the settings' data folder")
@@ -83,6 +84,7 @@ class MilvusEngine:
         self._busy = threading.Lock()
         self._progress: Progress | None = None
         self._space_checked = False
+        self.batch_chunks = batch_chunks  # chunks embedded and written together
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -157,6 +159,7 @@ class MilvusEngine:
             scope=scope,
             force=force,
             progress=report,
+            batch_chunks=self.batch_chunks,
         )
         failed = [
             (p, row.record.error or "")

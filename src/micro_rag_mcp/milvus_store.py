@@ -172,22 +172,28 @@ class MilvusIndex:
             self._client = None
 
     def _unavailable(self, e: Exception) -> StoreUnavailable:
-        from pymilvus.exceptions import ConnectError, MilvusUnavailableException
-
         reason = getattr(e, "message", None) or str(e) or type(e).__name__
         reason = " ".join(str(reason).split())[:300]
-        down = isinstance(e, ConnectError | MilvusUnavailableException) or "connect" in reason
-        what = "cannot be reached" if down else "refused a request"
+        what = "cannot be reached" if _dropped(e) else "refused a request"
         return StoreUnavailable(f"the store {self.config.url} {what} ({reason})")
 
-    def _call(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn(client)``; any failure of the store is a StoreUnavailable."""
-        self.connect()
-        try:
-            return fn(self._client)
-        except Exception as e:
-            self.close()  # the next call connects again
-            raise self._unavailable(e) from e
+    def _call(self, fn: Callable[[Any], T], *, retry: bool = True) -> T:
+        """Run ``fn(client)``; any failure of the store is a StoreUnavailable.
+
+        A connection the server dropped (a restart, an idle channel it sent away) is made
+        again and the call tried once more, unless ``retry`` is off: an insert that may
+        have landed must not land twice.
+        """
+        for attempt in (1, 2):
+            self.connect()
+            try:
+                return fn(self._client)
+            except Exception as e:
+                self.close()  # the next call connects again
+                if attempt == 2 or not retry or not _dropped(e):
+                    raise self._unavailable(e) from e
+                logger.info("the store connection was dropped (%s); connecting again", e)
+        raise AssertionError("unreachable")
 
     # -- collections -----------------------------------------------------------------
 
@@ -328,25 +334,34 @@ class MilvusIndex:
         return rows
 
     def put_file(self, record: FileRecord, version: int, previous: int = 0) -> None:
-        """Flip one file to ``version`` (or record it): one upsert of one entity.
+        self.put_files([(record, version, previous)])
 
-        ``previous`` names the version whose chunks are still to be deleted, so a pass
-        killed before it deletes them leaves the next pass a note to finish the job.
+    def put_files(self, files: Sequence[tuple[FileRecord, int, int]]) -> None:
+        """Flip files to their versions (or record them): one upsert, one entity each.
+
+        The third of each triple, ``previous``, names the version whose chunks are still
+        to be deleted (0: none), so a pass killed before it deletes them leaves the next
+        pass a note to finish the job.
         """
-        row = {
-            "path": record.path,
-            "ext": _clip(record.ext, 256),
-            "size": record.size,
-            "mtime_ns": record.mtime_ns,
-            "checksum": record.checksum or "",
-            "status": record.status,
-            "error": _clip(record.error or ""),
-            "version": version,
-            "previous": previous,
-            "indexed_at": time.time(),
-            "unused": [0.0, 0.0],
-        }
-        self._call(lambda c: c.upsert(self.files_name, [row]))
+        now = time.time()
+        rows = [
+            {
+                "path": record.path,
+                "ext": _clip(record.ext, 256),
+                "size": record.size,
+                "mtime_ns": record.mtime_ns,
+                "checksum": record.checksum or "",
+                "status": record.status,
+                "error": _clip(record.error or ""),
+                "version": version,
+                "previous": previous,
+                "indexed_at": now,
+                "unused": [0.0, 0.0],
+            }
+            for record, version, previous in files
+        ]
+        for batch in _batched(rows, INSERT_BATCH):
+            self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
 
     def drop_file(self, path: str) -> None:
         self._call(lambda c: c.delete(self.files_name, filter=f"path == {literal(path)}"))
@@ -363,45 +378,27 @@ class MilvusIndex:
 
     # -- chunks ----------------------------------------------------------------------
 
-    def insert_chunks(
-        self,
-        path: str,
-        version: int,
-        title: str,
-        chunks: Sequence[NewChunk],
-        vectors: npt.NDArray[np.float32],
-    ) -> None:
-        rows = [
-            {
-                "path": path,
-                "version": version,
-                "chunk_index": c.chunk_index,
-                "char_start": c.char_start,
-                "char_end": c.char_end,
-                "line_start": _NONE if c.line_start is None else c.line_start,
-                "line_end": _NONE if c.line_end is None else c.line_end,
-                "page": _NONE if c.page is None else c.page,
-                "text": c.text,
-                "section": _clip(c.section or ""),
-                "locator": _clip(c.locator or ""),
-                "keywords": _clip(f"{title}\n{c.text}", MAX_TEXT_BYTES),
-                "dense": [float(x) for x in v],
-            }
-            for c, v in zip(chunks, vectors, strict=True)
-        ]
+    def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Store chunk rows (``chunk_rows``), a few hundred per request."""
         for batch in _batched(rows, INSERT_BATCH):
-            self._call(lambda c, b=batch: c.insert(self.chunks, list(b)))  # type: ignore[misc]
+            self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
 
-    def delete_chunks(
-        self, path: str, *, version: int | None = None, keep: int | None = None
-    ) -> None:
-        """Delete one file's chunks of ``version``, or all but ``keep``, or all."""
-        where = f"path == {literal(path)}"
-        if version is not None:
-            where += f" and version == {int(version)}"
-        if keep is not None:
-            where += f" and version != {int(keep)}"
-        self._call(lambda c: c.delete(self.chunks, filter=where))
+    def delete_versions(self, paths: Sequence[tuple[str, int]]) -> None:
+        """Delete the chunks of each (path, version), in one request per hundred files."""
+        for batch in _batched(paths, 100):
+            where = " or ".join(f"(path == {literal(p)} and version == {int(v)})" for p, v in batch)
+            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
+
+    def delete_strays(self, paths: Sequence[tuple[str, int]]) -> None:
+        """Delete each path's chunks but those of its current version (0: all of them):
+        what a write killed before its flip left."""
+        for batch in _batched(paths, 100):
+            where = " or ".join(f"(path == {literal(p)} and version != {int(v)})" for p, v in batch)
+            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
+
+    def delete_chunks(self, path: str) -> None:
+        """Delete every chunk of one file."""
+        self._call(lambda c: c.delete(self.chunks, filter=f"path == {literal(path)}"))
 
     def versions_of(self, path: str) -> set[int]:
         rows = self._call(
@@ -484,6 +481,44 @@ class MilvusIndex:
         where = f"path == {literal(path)} and version == {int(version)}"
         rows = self._call(lambda c: c.query(self.chunks, filter=where, output_fields=_CHUNK_FIELDS))
         return sorted(rows, key=lambda r: int(r["chunk_index"]))
+
+
+def chunk_rows(
+    path: str,
+    version: int,
+    title: str,
+    chunks: Sequence[NewChunk],
+    vectors: npt.NDArray[np.float32],
+) -> list[dict[str, Any]]:
+    """One file's chunks as rows of the chunks collection."""
+    return [
+        {
+            "path": path,
+            "version": version,
+            "chunk_index": c.chunk_index,
+            "char_start": c.char_start,
+            "char_end": c.char_end,
+            "line_start": _NONE if c.line_start is None else c.line_start,
+            "line_end": _NONE if c.line_end is None else c.line_end,
+            "page": _NONE if c.page is None else c.page,
+            "text": c.text,
+            "section": _clip(c.section or ""),
+            "locator": _clip(c.locator or ""),
+            "keywords": _clip(f"{title}\n{c.text}", MAX_TEXT_BYTES),
+            "dense": [float(x) for x in v],
+        }
+        for c, v in zip(chunks, vectors, strict=True)
+    ]
+
+
+def _dropped(e: Exception) -> bool:
+    """Whether a failure is the connection's, not the request's."""
+    from pymilvus.exceptions import ConnectError, MilvusUnavailableException
+
+    text = str(e).lower()
+    return isinstance(e, ConnectError | MilvusUnavailableException) or any(
+        word in text for word in ("unavailable", "goaway", "connect", "closed")
+    )
 
 
 def _create(c: Any, name: str, **kw: Any) -> None:

@@ -1,10 +1,13 @@
-"""A reindex pass into a Milvus store: the embedded pass's reading, one file at a time.
+"""A reindex pass into a Milvus store: the embedded pass's reading, files written in batches.
 
 The folder is scanned and each file read and chunked exactly as ``indexer`` does it
 (``scan``, ``_extract``, ``embedding_text``); unchanged files are skipped by their size
-and mtime, then by their text's checksum. A changed file's chunks are embedded before
-they are written, since a chunk in Milvus always has its vector; the write is the
-three-step version flip of ``milvus_store``.
+and mtime, then by their text's checksum. Changed files wait in a batch (``batch_chunks``
+chunks), whose chunks are embedded together, since a chunk in Milvus always has its
+vector. A batch is written in the steps of ``milvus_store``: strays of killed writes
+deleted, new chunks inserted under new versions, file rows flipped, old versions
+deleted, then the notes of them cleared. Each step is one request for the whole batch,
+and each file is old or new after any of them.
 
 With a shard (``I/N``), the pass owns only the paths whose hash falls in its share, both
 to index and to delete, so N workers cover one folder with no lock between them.
@@ -14,8 +17,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import FileRecord, NewChunk
 from micro_rag_mcp.embedder import Embedder
@@ -32,14 +37,29 @@ from micro_rag_mcp.indexer import (
     text_checksum,
 )
 from micro_rag_mcp.isolation import IsolatedReader
-from micro_rag_mcp.milvus_store import FileRow, MilvusIndex, new_version
+from micro_rag_mcp.milvus_store import FileRow, MilvusIndex, chunk_rows, new_version
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress, ProgressFn
 from micro_rag_mcp.scanner import ScannedFile, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.store import in_shard
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 logger = logging.getLogger(__name__)
+
+BATCH_CHUNKS = 64  # chunks embedded and written together (a few files' worth)
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A file about to be written: its new record and chunks, and its row as it is."""
+
+    record: FileRecord
+    row: FileRow | None
+    chunks: list[NewChunk]
 
 
 def sync_store(
@@ -51,11 +71,11 @@ def sync_store(
     scope: Scope | None = None,
     force: bool = False,
     progress: ProgressFn | None = None,
+    batch_chunks: int = BATCH_CHUNKS,
 ) -> tuple[SyncCounts, int]:
     """Make the store match this shard's files in scope; returns what changed and how
     many chunks were embedded."""
     counts = SyncCounts()
-    embedded = 0
     known = {p: r for p, r in index.files().items() if in_shard(p, shard)}
     listing = scan(scan_rules(settings), scope)
     found = [f for f in listing.files if in_shard(f.rel, shard)]
@@ -66,18 +86,20 @@ def sync_store(
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
+    writer = _BatchWriter(index, embedder, progress, batch_chunks)
     with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
 
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)
 
         for done, f in enumerate(found, len(gone) + 1):
-            step = _FileStep(index, embedder, settings, progress, done, total)
-            step.run(read, f, known.get(f.rel), force, counts)
-            embedded += step.embedded
+            write = _examine(index, settings, read, f, known.get(f.rel), force, counts)
+            if write is not None:
+                writer.add(write, Progress("reading", done, total, f.rel))
             if progress:
                 progress(Progress("reading", done, total, f.rel))
-    return counts, embedded
+        writer.flush()
+    return counts, writer.embedded
 
 
 def forget(index: MilvusIndex, rel: str) -> None:
@@ -87,108 +109,129 @@ def forget(index: MilvusIndex, rel: str) -> None:
     logger.debug("removed %s", rel)
 
 
-class _FileStep:
-    """One file brought in line with the store."""
+def _examine(
+    index: MilvusIndex,
+    settings: Settings,
+    read: Callable[[Path], Document],
+    f: ScannedFile,
+    row: FileRow | None,
+    force: bool,
+    counts: SyncCounts,
+) -> _Write | None:
+    """Settle one file that needs no new chunks; return the write of one that does."""
+    if row is not None and row.previous:  # a write that ended before its clean-up
+        index.delete_versions([(row.record.path, row.previous)])
+        index.put_file(row.record, row.version)
+    rec = row.record if row is not None else None
+    if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
+        counts.unchanged += 1
+        return None
+    ext = os.path.splitext(f.rel)[1].lower()
+    size = _stamp_size(f)
+    try:
+        text, chunks = _extract(read(f.path), f.path, settings)
+    except ReadError as e:
+        _failed(index, f, row, ext, size, e, counts)
+        return None
+    checksum = text_checksum(text)
+    record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
+    same = rec is not None and rec.status == "ok" and rec.checksum == checksum
+    if same and row is not None and not force:
+        index.put_file(record, row.version)  # same version: only the stamp changes
+        counts.unchanged += 1
+        return None
+    if rec is None:
+        counts.added += 1
+    else:
+        counts.updated += 1
+    return _Write(record, row, chunks)
+
+
+def _failed(
+    index: MilvusIndex,
+    f: ScannedFile,
+    row: FileRow | None,
+    ext: str,
+    size: int,
+    e: ReadError,
+    counts: SyncCounts,
+) -> None:
+    if not f.path.exists():  # deleted between the scan and the read
+        if row is not None:
+            forget(index, f.rel)
+            counts.removed += 1
+        return
+    failed = failure_record(f, ext, size, e)
+    index.put_file(failed, 0)
+    if row is not None:
+        index.delete_chunks(f.rel)
+    counts.failed.append((f.rel, failed.error or ""))
+
+
+class _BatchWriter:
+    """Files waiting to be embedded and written together."""
 
     def __init__(
         self,
         index: MilvusIndex,
         embedder: Embedder,
-        settings: Settings,
         progress: ProgressFn | None,
-        done: int,
-        total: int,
+        batch_chunks: int,
     ) -> None:
         self.index = index
         self.embedder = embedder
-        self.settings = settings
         self.progress = progress
-        self.done, self.total = done, total
+        self.batch_chunks = batch_chunks
+        self.pending: list[_Write] = []
+        self.at: Progress | None = None  # where the pass is, reported between embeddings
         self.embedded = 0
 
-    def run(
-        self,
-        read: Callable[[Path], Document],
-        f: ScannedFile,
-        row: FileRow | None,
-        force: bool,
-        counts: SyncCounts,
-    ) -> None:
-        if row is not None and row.previous:
-            self.finish(row)
-        rec = row.record if row is not None else None
-        if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
-            counts.unchanged += 1
-            return
-        ext = os.path.splitext(f.rel)[1].lower()
-        size = _stamp_size(f)
-        try:
-            doc = read(f.path)
-            text, chunks = _extract(doc, f.path, self.settings)
-        except ReadError as e:
-            self._failed(f, row, ext, size, e, counts)
-            return
-        checksum = text_checksum(text)
-        if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
-            assert row is not None
-            touched = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-            self.index.put_file(touched, row.version)  # same version: only the stamp changes
-            counts.unchanged += 1
-            return
-        record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-        self.write(record, row, chunks)
-        if rec is None:
-            counts.added += 1
-        else:
-            counts.updated += 1
-        logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+    def add(self, write: _Write, at: Progress) -> None:
+        self.pending.append(write)
+        self.at = at
+        if sum(len(w.chunks) for w in self.pending) >= self.batch_chunks:
+            self.flush()
 
-    def write(self, record: FileRecord, row: FileRow | None, chunks: list[NewChunk]) -> None:
-        """Insert under a new version, flip the file row to it, delete the old version."""
+    def flush(self) -> None:
+        """Embed the pending files' chunks, then write them in the order that keeps each
+        file old or new: strays out, new chunks in, rows flipped, old versions out."""
+        writes, self.pending = self.pending, []
+        if not writes:
+            return
+        vectors = self._embed(writes)
+        versions = {w.record.path: new_version() for w in writes}
+        self.index.delete_strays([(w.record.path, _version(w.row)) for w in writes])
+        rows = []
+        for w in writes:
+            title = w.chunks[0].title if w.chunks else ""
+            rows.extend(
+                chunk_rows(w.record.path, versions[w.record.path], title, w.chunks, next(vectors))
+            )
+        self.index.insert_chunks(rows)
+        self.index.put_files([(w.record, versions[w.record.path], _version(w.row)) for w in writes])
+        flipped = [w for w in writes if w.row is not None and w.row.version]
+        if flipped:
+            self.index.delete_versions([(w.record.path, _version(w.row)) for w in flipped])
+            self.index.put_files([(w.record, versions[w.record.path], 0) for w in flipped])
+
+    def _embed(self, writes: list[_Write]) -> Iterator[npt.NDArray[np.float32]]:
+        """Each file's vectors, in order; a stop is looked for between two model calls."""
         import numpy as np
 
-        old = row.version if row is not None else None
-        # Chunks of a version that never became current: a pass killed before its flip.
-        self.index.delete_chunks(record.path, keep=old)
-        version = new_version()
-        title = chunks[0].title if chunks else ""
-        vectors = []
-        for i in range(0, len(chunks), EMBED_BATCH):
-            batch = chunks[i : i + EMBED_BATCH]
-            vectors.append(
-                self.embedder.embed_documents([embedding_text(title, c.text) for c in batch])
-            )
-            if self.progress:  # a stop lands between two batches; the count stays put
-                self.progress(Progress("reading", self.done - 1, self.total, record.path))
+        texts = [embedding_text(c.title, c.text) for w in writes for c in w.chunks]
+        parts = []
+        for i in range(0, len(texts), EMBED_BATCH):
+            parts.append(self.embedder.embed_documents(texts[i : i + EMBED_BATCH]))
+            if self.progress and self.at is not None:
+                self.progress(self.at)
+        self.embedded += len(texts)
         empty = np.zeros((0, self.embedder.dimension), dtype=np.float32)
-        dense = np.concatenate(vectors) if vectors else empty
-        self.embedded = len(chunks)
-        self.index.insert_chunks(record.path, version, title, chunks, dense)
-        self.index.put_file(record, version, previous=old or 0)
-        if old is not None:
-            self.finish(FileRow(record, version, 0.0, old))
+        matrix = np.concatenate(parts) if parts else empty
+        at = 0
+        for w in writes:
+            yield matrix[at : at + len(w.chunks)]
+            at += len(w.chunks)
 
-    def finish(self, row: FileRow) -> None:
-        """Delete the chunks of the version a file was flipped from, then the note of it."""
-        self.index.delete_chunks(row.record.path, version=row.previous)
-        self.index.put_file(row.record, row.version)
 
-    def _failed(
-        self,
-        f: ScannedFile,
-        row: FileRow | None,
-        ext: str,
-        size: int,
-        e: ReadError,
-        counts: SyncCounts,
-    ) -> None:
-        if not f.path.exists():  # deleted between the scan and the read
-            if row is not None:
-                forget(self.index, f.rel)
-                counts.removed += 1
-            return
-        failed = failure_record(f, ext, size, e)
-        self.index.put_file(failed, 0)
-        if row is not None:
-            self.index.delete_chunks(f.rel)
-        counts.failed.append((f.rel, failed.error or ""))
+def _version(row: FileRow | None) -> int:
+    return row.version if row is not None else 0

@@ -125,13 +125,14 @@ def halting_insert(self, rows):
     if step == "mid-insert" and seen["insert"] == n:
         insert(self, rows[: len(rows) // 2])
         halt()
-    insert(self, rows)
+    ids = insert(self, rows)
     if step == "after-insert" and seen["insert"] == n:
         halt()
+    return ids
 
 def halting_flip(self, files):
     flip(self, files)
-    if any(previous for _, _, previous in files):  # a flip, not the clearing of its note
+    if any(f.previous for f in files):  # a flip, not the clearing of its note
         seen["flip"] += 1
         if step == "after-flip" and seen["flip"] == n:
             halt()

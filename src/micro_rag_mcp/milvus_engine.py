@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 POLL_S = 0.25
+COUNTS_TTL_S = 5.0  # how long the counts in a search's ``index`` block may be reused
 
 
 class MilvusEngine:
@@ -84,6 +85,8 @@ class MilvusEngine:
         self._busy = threading.Lock()
         self._progress: Progress | None = None
         self._space_checked = False
+        self._counted: tuple[float, tuple[int, int, int]] = (-COUNTS_TTL_S, (0, 0, 0))
+        self._counted_lock = threading.Lock()
         self.batch_chunks = batch_chunks  # chunks embedded and written together
 
     # -- life cycle ----------------------------------------------------------------
@@ -130,6 +133,7 @@ class MilvusEngine:
             return self._pass(force, PathGlob(path_glob) if path_glob else None, progress)
         finally:
             self._progress = None
+            self._counted = (-COUNTS_TTL_S, (0, 0, 0))  # what this pass changed shows at once
             self._busy.release()
 
     def _pass(
@@ -264,20 +268,39 @@ class MilvusEngine:
             return self._state_unknown()
 
     def _state(self) -> IndexState:
-        exists = self.index.exists()
+        ok, failed, chunks = self._counts()
         progress = self._progress
         return IndexState(
             indexing=self._busy.locked(),
             phase=progress.phase if progress else None,
             done=progress.done if progress else None,
             total=progress.total if progress else None,
-            files_indexed=self.index.count_files("ok") if exists else 0,
-            files_failed=self.index.count_files("failed") if exists else 0,
-            chunks_total=(chunks := self.index.count_chunks() if exists else 0),
+            files_indexed=ok,
+            files_failed=failed,
+            chunks_total=chunks,
             chunks_with_vectors=chunks,  # a chunk enters the store with its vector
             model=self._model.state,
             model_error=self._model.error,
         )
+
+    def _counts(self) -> tuple[int, int, int]:
+        """Files indexed and failed, and chunks: counted at most every ``COUNTS_TTL_S``
+        (a count is a scan on some Milvus deployments; a search should not pay for it)."""
+        with self._counted_lock:
+            taken, counts = self._counted
+            if time.monotonic() - taken > COUNTS_TTL_S or self._busy.locked():
+                exists = self.index.exists()
+                counts = (
+                    (
+                        self.index.count_files("ok"),
+                        self.index.count_files("failed"),
+                        self.index.count_chunks(),
+                    )
+                    if exists
+                    else (0, 0, 0)
+                )
+                self._counted = (time.monotonic(), counts)
+            return counts
 
     def _state_unknown(self) -> IndexState:
         """While the store does not answer: nothing is known of it."""

@@ -44,20 +44,21 @@ def store_search(
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
     keyword_hits = _current(keyword, current)
-    path_of = {h.id: h.path for h in [*dense, *keyword]}
     cosine = dict(vector_hits)
     heads: dict[int, int] = {}
     head_cosine: dict[int, float] = {}
     if use_vectors:
         assert query_vector is not None
-        # Keyword candidates get their cosine too: the threshold and the fusion use it.
-        unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
-        cosine.update(_cosines(query_vector, index.vectors(unscored)))
         if params.fusion != "rrf" and params.head_weight != 0:
-            found = index.heads({path_of[c]: current[path_of[c]] for c in cosine})
-            heads = {c: found[path_of[c]][0] for c in cosine if path_of[c] in found}
-            head_vectors = {h: v for h, v in found.values() if h not in cosine}
-            head_cosine = _cosines(query_vector, head_vectors)
+            head_of = {p: r.head_id for p, r in files.items() if r.head_id >= 0}
+            heads = {h.id: head_of[h.path] for h in [*dense, *keyword] if h.path in head_of}
+        # Keyword candidates and heads get their cosine too: the threshold and the
+        # fusion use it. One request fetches every vector still missing.
+        missing = {cid for cid, _ in keyword_hits if cid not in cosine}
+        missing |= {h for h in heads.values() if h not in cosine}
+        found = _cosines(query_vector, index.vectors(sorted(missing)))
+        cosine.update((cid, found[cid]) for cid, _ in keyword_hits if cid in found)
+        head_cosine = {h: found[h] for h in heads.values() if h in found}
     ranking = fuse(
         Candidates(
             vector=vector_hits,

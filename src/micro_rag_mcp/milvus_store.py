@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "micro_rag.identity"
 CONNECT_TIMEOUT_S = 5.0
+RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 256
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
@@ -67,6 +68,7 @@ _FILE_FIELDS = [
     "error",
     "version",
     "previous",
+    "head_id",
     "indexed_at",
 ]
 # English text as FTS5's porter tokenizer sees it, where the server has the filters
@@ -88,8 +90,9 @@ class FileRow:
 
     record: FileRecord
     version: int
-    indexed_at: float
     previous: int = 0  # a version whose chunks may remain: the file's write did not end
+    head_id: int = -1  # the id of the file's first chunk at ``version`` (-1: none)
+    indexed_at: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,7 @@ class MilvusIndex:
         self.chunks = f"{config.collection}_chunks"
         self.files_name = f"{config.collection}_files"
         self._client: Any = None
+        self._seen = False  # the chunks collection exists
 
     # -- connection ------------------------------------------------------------------
 
@@ -157,6 +161,9 @@ class MilvusIndex:
                 token=self.config.token,
                 db_name=self.config.database,
                 timeout=CONNECT_TIMEOUT_S,
+                # No keepalive pings while idle: a server that limits them (milvus-lite)
+                # sends an idle client away after a few, and its next call fails.
+                grpc_options={"grpc.keepalive_permit_without_calls": 0},
             )
             client.list_collections(timeout=CONNECT_TIMEOUT_S)
         except Exception as e:
@@ -181,24 +188,28 @@ class MilvusIndex:
         """Run ``fn(client)``; any failure of the store is a StoreUnavailable.
 
         A connection the server dropped (a restart, an idle channel it sent away) is made
-        again and the call tried once more, unless ``retry`` is off: an insert that may
-        have landed must not land twice.
+        again and the call tried again, unless ``retry`` is off: an insert that may have
+        landed must not land twice.
         """
-        for attempt in (1, 2):
-            self.connect()
+        for attempt in range(1, RETRIES + 1):
+            self.connect()  # a server that cannot be reached is said at once
             try:
                 return fn(self._client)
             except Exception as e:
                 self.close()  # the next call connects again
-                if attempt == 2 or not retry or not _dropped(e):
+                if attempt == RETRIES or not retry or not _dropped(e):
                     raise self._unavailable(e) from e
                 logger.info("the store connection was dropped (%s); connecting again", e)
+            time.sleep(0.2 * attempt)  # a moment for the server, or its restart
         raise AssertionError("unreachable")
 
     # -- collections -----------------------------------------------------------------
 
     def exists(self) -> bool:
-        return bool(self._call(lambda c: c.has_collection(self.chunks)))
+        """Whether the chunks collection is there (once seen, taken as staying)."""
+        if not self._seen:
+            self._seen = bool(self._call(lambda c: c.has_collection(self.chunks)))
+        return self._seen
 
     def identity(self) -> dict[str, str] | None:
         """The run identity recorded with the chunks collection, or None (no collection)."""
@@ -216,7 +227,7 @@ class MilvusIndex:
             if not c.has_collection(self.files_name):
                 schema = c.create_schema(auto_id=False)
                 schema.add_field("path", DataType.VARCHAR, is_primary=True, max_length=4096)
-                for name in ("size", "mtime_ns", "version", "previous"):
+                for name in ("size", "mtime_ns", "version", "previous", "head_id"):
                     schema.add_field(name, DataType.INT64)
                 for name in ("ext", "checksum", "status"):
                     schema.add_field(name, DataType.VARCHAR, max_length=256)
@@ -300,6 +311,7 @@ class MilvusIndex:
                     c.drop_collection(name)
 
         self._call(drop)
+        self._seen = False
 
     # -- files -----------------------------------------------------------------------
 
@@ -333,32 +345,32 @@ class MilvusIndex:
             rows.update((r["path"], _file_row(r)) for r in found)
         return rows
 
-    def put_file(self, record: FileRecord, version: int, previous: int = 0) -> None:
-        self.put_files([(record, version, previous)])
+    def put_file(self, row: FileRow) -> None:
+        self.put_files([row])
 
-    def put_files(self, files: Sequence[tuple[FileRecord, int, int]]) -> None:
+    def put_files(self, files: Sequence[FileRow]) -> None:
         """Flip files to their versions (or record them): one upsert, one entity each.
 
-        The third of each triple, ``previous``, names the version whose chunks are still
-        to be deleted (0: none), so a pass killed before it deletes them leaves the next
-        pass a note to finish the job.
+        A row's ``previous`` names the version whose chunks are still to be deleted (0:
+        none), so a pass killed before it deletes them leaves the next pass a note.
         """
         now = time.time()
         rows = [
             {
-                "path": record.path,
-                "ext": _clip(record.ext, 256),
-                "size": record.size,
-                "mtime_ns": record.mtime_ns,
-                "checksum": record.checksum or "",
-                "status": record.status,
-                "error": _clip(record.error or ""),
-                "version": version,
-                "previous": previous,
+                "path": f.record.path,
+                "ext": _clip(f.record.ext, 256),
+                "size": f.record.size,
+                "mtime_ns": f.record.mtime_ns,
+                "checksum": f.record.checksum or "",
+                "status": f.record.status,
+                "error": _clip(f.record.error or ""),
+                "version": f.version,
+                "previous": f.previous,
+                "head_id": f.head_id,
                 "indexed_at": now,
                 "unused": [0.0, 0.0],
             }
-            for record, version, previous in files
+            for f in files
         ]
         for batch in _batched(rows, INSERT_BATCH):
             self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
@@ -378,10 +390,13 @@ class MilvusIndex:
 
     # -- chunks ----------------------------------------------------------------------
 
-    def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Store chunk rows (``chunk_rows``), a few hundred per request."""
+    def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Store chunk rows (``chunk_rows``), a few hundred per request; their new ids."""
+        ids: list[int] = []
         for batch in _batched(rows, INSERT_BATCH):
-            self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
+            done = self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
+            ids.extend(int(i) for i in done["ids"])
+        return ids
 
     def delete_versions(self, paths: Sequence[tuple[str, int]]) -> None:
         """Delete the chunks of each (path, version), in one request per hundred files."""
@@ -446,22 +461,6 @@ class MilvusIndex:
                 )
             )
             out.update((int(r["id"]), list(r["dense"])) for r in rows)
-        return out
-
-    def heads(self, current: dict[str, int]) -> dict[str, tuple[int, list[float]]]:
-        """The first chunk (id and vector) of each file, at its current version."""
-        out: dict[str, tuple[int, list[float]]] = {}
-        for batch in _batched(sorted(current)):
-            rows = self._call(
-                lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.chunks,
-                    filter=f"chunk_index == 0 and {_in('path', b)}",
-                    output_fields=["id", "path", "version", "dense"],
-                )
-            )
-            for r in rows:
-                if current.get(r["path"]) == int(r["version"]):
-                    out[r["path"]] = (int(r["id"]), list(r["dense"]))
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> list[dict[str, Any]]:
@@ -548,7 +547,9 @@ def _file_row(r: dict[str, Any]) -> FileRow:
         str(r["status"]),
         str(r["error"]) or None,
     )
-    return FileRow(record, int(r["version"]), float(r["indexed_at"]), int(r["previous"]))
+    return FileRow(
+        record, int(r["version"]), int(r["previous"]), int(r["head_id"]), float(r["indexed_at"])
+    )
 
 
 def stored_chunk(row: dict[str, Any], file: FileRecord) -> StoredChunk:

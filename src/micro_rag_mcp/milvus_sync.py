@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,7 +121,7 @@ def _examine(
     """Settle one file that needs no new chunks; return the write of one that does."""
     if row is not None and row.previous:  # a write that ended before its clean-up
         index.delete_versions([(row.record.path, row.previous)])
-        index.put_file(row.record, row.version)
+        index.put_file(replace(row, previous=0))
     rec = row.record if row is not None else None
     if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
         counts.unchanged += 1
@@ -137,7 +137,7 @@ def _examine(
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
     same = rec is not None and rec.status == "ok" and rec.checksum == checksum
     if same and row is not None and not force:
-        index.put_file(record, row.version)  # same version: only the stamp changes
+        index.put_file(replace(row, record=record))  # same version: only the stamp changes
         counts.unchanged += 1
         return None
     if rec is None:
@@ -162,7 +162,7 @@ def _failed(
             counts.removed += 1
         return
     failed = failure_record(f, ext, size, e)
-    index.put_file(failed, 0)
+    index.put_file(FileRow(failed, 0))
     if row is not None:
         index.delete_chunks(f.rel)
     counts.failed.append((f.rel, failed.error or ""))
@@ -207,12 +207,17 @@ class _BatchWriter:
             rows.extend(
                 chunk_rows(w.record.path, versions[w.record.path], title, w.chunks, next(vectors))
             )
-        self.index.insert_chunks(rows)
-        self.index.put_files([(w.record, versions[w.record.path], _version(w.row)) for w in writes])
-        flipped = [w for w in writes if w.row is not None and w.row.version]
+        ids = self.index.insert_chunks(rows)
+        now, at = [], 0
+        for w in writes:  # each file's first chunk comes first among its rows
+            head = ids[at] if w.chunks else -1
+            now.append(FileRow(w.record, versions[w.record.path], _version(w.row), head))
+            at += len(w.chunks)
+        self.index.put_files(now)
+        flipped = [row for row in now if row.previous]
         if flipped:
-            self.index.delete_versions([(w.record.path, _version(w.row)) for w in flipped])
-            self.index.put_files([(w.record, versions[w.record.path], 0) for w in flipped])
+            self.index.delete_versions([(row.record.path, row.previous) for row in flipped])
+            self.index.put_files([replace(row, previous=0) for row in flipped])
 
     def _embed(self, writes: list[_Write]) -> Iterator[npt.NDArray[np.float32]]:
         """Each file's vectors, in order; a stop is looked for between two model calls."""

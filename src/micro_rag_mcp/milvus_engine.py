@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.engine import _state_notices
@@ -247,7 +248,7 @@ class MilvusEngine:
     ) -> TextPassage:
         """The stored text of one file: the store alone, no copy of the folder needed."""
         if not self.index.exists():
-            raise NotIndexed(f"no file {path!r} in the store: nothing is indexed yet")
+            raise NotIndexed(f"no file {shown(path)} in the store: nothing is indexed yet")
         return read_indexed(
             StoreText(self.index),
             self.folder,

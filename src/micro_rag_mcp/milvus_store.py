@@ -236,6 +236,7 @@ class MilvusIndex:
                 schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)  # Milvus needs one
                 index = c.prepare_index_params()
                 index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
+                index.add_index(field_name="status", index_type="INVERTED")  # the counts
                 _create(c, self.files_name, schema=schema, index_params=index)
             if not c.has_collection(self.chunks):
                 _create(
@@ -286,6 +287,8 @@ class MilvusIndex:
         index = c.prepare_index_params()
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="IP")
+        # A file's chunks are found by path (a write's clean-up, read): never a scan.
+        index.add_index(field_name="path", index_type="INVERTED")
         return index
 
     def check_identity(self, ours: dict[str, str], keys: Sequence[str]) -> None:

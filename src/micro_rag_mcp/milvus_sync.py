@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -202,11 +202,9 @@ class _BatchWriter:
         versions = {w.record.path: new_version() for w in writes}
         self.index.delete_strays([(w.record.path, _version(w.row)) for w in writes])
         rows = []
-        for w in writes:
+        for w, dense in zip(writes, vectors, strict=True):
             title = w.chunks[0].title if w.chunks else ""
-            rows.extend(
-                chunk_rows(w.record.path, versions[w.record.path], title, w.chunks, next(vectors))
-            )
+            rows.extend(chunk_rows(w.record.path, versions[w.record.path], title, w.chunks, dense))
         ids = self.index.insert_chunks(rows)
         now, at = [], 0
         for w in writes:  # each file's first chunk comes first among its rows
@@ -219,7 +217,7 @@ class _BatchWriter:
             self.index.delete_versions([(row.record.path, row.previous) for row in flipped])
             self.index.put_files([replace(row, previous=0) for row in flipped])
 
-    def _embed(self, writes: list[_Write]) -> Iterator[npt.NDArray[np.float32]]:
+    def _embed(self, writes: list[_Write]) -> list[npt.NDArray[np.float32]]:
         """Each file's vectors, in order; a stop is looked for between two model calls."""
         import numpy as np
 
@@ -232,10 +230,8 @@ class _BatchWriter:
         self.embedded += len(texts)
         empty = np.zeros((0, self.embedder.dimension), dtype=np.float32)
         matrix = np.concatenate(parts) if parts else empty
-        at = 0
-        for w in writes:
-            yield matrix[at : at + len(w.chunks)]
-            at += len(w.chunks)
+        ends = np.cumsum([len(w.chunks) for w in writes])
+        return [matrix[end - len(w.chunks) : end] for w, end in zip(writes, ends, strict=True)]
 
 
 def _version(row: FileRow | None) -> int:

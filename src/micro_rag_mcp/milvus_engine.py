@@ -143,9 +143,8 @@ class MilvusEngine:
         started = time.monotonic()
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
+        self.index.create(embedder.dimension, identity)  # unless it is there already
         self.index.check_identity(identity, ("vector_space", "chunking"))
-        self.index.create(embedder.dimension, identity)
-        self.index.check_identity(identity, ("vector_space", "chunking"))  # made by another?
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -143,14 +144,20 @@ class MilvusIndex:
         self.chunks = f"{config.collection}_chunks"
         self.files_name = f"{config.collection}_files"
         self._client: Any = None
+        self._lock = threading.Lock()
         self._seen = False  # the chunks collection exists
 
     # -- connection ------------------------------------------------------------------
 
-    def connect(self) -> None:
-        """Reach the server and its database, or raise StoreUnavailable in one sentence."""
-        if self._client is not None:
-            return
+    def connect(self) -> Any:
+        """The client, reaching the server and its database first if need be; or
+        StoreUnavailable, in one sentence."""
+        with self._lock:  # threads of one server share the connection
+            if self._client is None:
+                self._client = self._connected()
+            return self._client
+
+    def _connected(self) -> Any:
         # pymilvus logs every failed call with its traceback at ERROR; ours says it once.
         logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
         from pymilvus import MilvusClient
@@ -168,15 +175,16 @@ class MilvusIndex:
             client.list_collections(timeout=CONNECT_TIMEOUT_S)
         except Exception as e:
             raise self._unavailable(e) from e
-        self._client = client
+        return client
 
     def close(self) -> None:
-        if self._client is not None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
             try:
-                self._client.close()
+                client.close()
             except Exception as e:
                 logger.debug("closing the store connection: %s", e)
-            self._client = None
 
     def _unavailable(self, e: Exception) -> StoreUnavailable:
         reason = getattr(e, "message", None) or str(e) or type(e).__name__
@@ -192,9 +200,9 @@ class MilvusIndex:
         landed must not land twice.
         """
         for attempt in range(1, RETRIES + 1):
-            self.connect()  # a server that cannot be reached is said at once
+            client = self.connect()  # a server that cannot be reached is said at once
             try:
-                return fn(self._client)
+                return fn(client)
             except Exception as e:
                 self.close()  # the next call connects again
                 if attempt == RETRIES or not retry or not _dropped(e):

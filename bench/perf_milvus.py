@@ -1,7 +1,8 @@
 """The Milvus store at a size this machine affords: ingest with 1, 2 and 4 workers, search
 latency with 1 and 8 clients, and the memory of a search-only server.
 
-    .venv/bin/python -m bench.perf_milvus --milvus-files 2000
+    .venv/bin/python -m bench.perf_milvus
+    .venv/bin/python -m bench.perf --sections milvus      # the same, as a section of bench.perf
 
 Synthetic and labelled so: the folder holds generated text files (``--milvus-chunks``
 chunks each, words drawn from a fixed vocabulary) and the vectors come from a hashing
@@ -96,7 +97,7 @@ def engine_for(folder: Path, url: str | None, shard: Sequence[int] | None = None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--milvus-files", type=int, default=2000, help="synthetic files (default 2000)")
+    p.add_argument("--milvus-files", type=int, default=600, help="synthetic files (default 600)")
     p.add_argument("--milvus-chunks", type=int, default=5, help="chunks per file (default 5)")
     p.add_argument("--milvus-workers", default="1,2,4", help="worker counts (default 1,2,4)")
     p.add_argument("--milvus-url", help="an existing Milvus (default: start milvus-lite)")
@@ -170,8 +171,9 @@ def start_server(work: Path) -> tuple[subprocess.Popen[bytes], str]:
 def run(args: argparse.Namespace) -> list[Row]:
     work: Path = args.work / "milvus"
     folder = work / "docs"
-    chunks = make_folder(folder, args.milvus_files, args.milvus_chunks)
-    size = f"{args.milvus_files} files, {chunks} chunks"
+    files = min(args.milvus_files, 100) if getattr(args, "quick", False) else args.milvus_files
+    chunks = make_folder(folder, files, args.milvus_chunks)
+    size = f"{files} files, {chunks} chunks"
     proc, url = (None, args.milvus_url) if args.milvus_url else start_server(work)
     rows: list[Row] = []
     try:

@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ConfigError, StoreMismatch
+from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
 from micro_rag_mcp.milvus_engine import MilvusEngine
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.store import in_shard, parse_shard, parse_store_url
@@ -86,6 +87,26 @@ def test_store_url_names_host_port_database_and_collection() -> None:
     ):
         with pytest.raises(ConfigError, match="--store"):
             parse_store_url(wrong)
+
+
+def test_the_token_comes_from_the_variable_the_flag_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = build_parser().parse_args(
+        ["--title", "T", "--inst", "I", "--store", "milvus://h:1/db?collection=c"]
+        + ["--store-token-env", "TEAM_MILVUS_TOKEN"]
+    )
+    monkeypatch.setenv("TEAM_MILVUS_TOKEN", "user:secret")
+    config = store_from_args(args)
+    assert config is not None and config.token == "user:secret"
+    monkeypatch.delenv("TEAM_MILVUS_TOKEN")
+    with pytest.raises(ConfigError, match="TEAM_MILVUS_TOKEN is not set"):
+        store_from_args(args)
+    no_store = build_parser().parse_args(["--title", "T", "--inst", "I"])
+    with pytest.raises(ConfigError, match="--data-folder is required"):
+        settings_from_args(no_store)
+    failed = cli("index", ".", "--shard", "1/2")
+    assert failed.returncode == 2 and "--shard applies only with --store" in failed.stderr
 
 
 def test_shards_split_every_path_to_exactly_one_owner() -> None:

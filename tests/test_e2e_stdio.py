@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
+from micro_rag_mcp.embedder import find_model_dir
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 from tests.formatfactory import (
     Slide,
@@ -128,6 +129,8 @@ def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> N
     # Caches and telemetry follow HOME (or XDG_*); libraries can be told off by ORT_*.
     inherited = {k: v for k, v in (params.env or {}).items() if not k.startswith(("XDG_", "ORT_"))}
     params.env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp)}
+    model_dir = find_model_dir()  # its weights are mapped by the server: read, never written
+    model_files = {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()}
 
     async def main() -> None:
         async with Client(params) as client:
@@ -135,6 +138,7 @@ def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> N
             assert await top_paths(client, "tomatoes and sunlight") == ["notes.md"]
 
     anyio.run(main)
+    assert {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()} == model_files
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
     assert sorted(p.relative_to(tmp) for p in tmp.rglob("*")) == []
     assert sorted(p.name for p in data.iterdir()) == ["index", "notes.md"]

@@ -135,6 +135,53 @@ def test_concurrent_calls_match_serial(embedder: OnnxEmbedder) -> None:
         np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
+def test_released_memory_leaves_the_vectors_unchanged(embedder: OnnxEmbedder) -> None:
+    texts = [f"passage {i} " * (10 * i + 1) for i in range(40)]  # two batches, one long
+    before = embedder.embed_documents(texts)
+    embedder.release_memory()
+    np.testing.assert_array_equal(embedder.embed_documents(texts), before)
+
+
+def test_the_graph_leaves_the_weights_in_the_package_file() -> None:
+    from micro_rag_mcp.bert_graph import BertConfig, SafetensorsWeights, build_mapped_bert_model
+
+    model_dir = find_model_dir()
+    config = BertConfig.from_dict(json.loads((model_dir / "config.json").read_text()))
+    model = build_mapped_bert_model(SafetensorsWeights(model_dir / "model.safetensors"), config)
+    assert model.ByteSize() < 1_000_000  # the 90 MB of weights are not in the graph
+    big = [t for t in model.graph.initializer if np.prod(t.dims) >= 384 * 384]
+    assert big and all(t.data_location == t.EXTERNAL and not t.raw_data for t in big)
+    assert {e.value for t in big for e in t.external_data if e.key == "location"} == {
+        "model.safetensors"
+    }
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+def test_a_loaded_model_maps_the_package_file_and_leaves_onnx_unloaded() -> None:
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from micro_rag_mcp.embedder import load_embedder\n"
+        "e = load_embedder(threads=1)\n"
+        "e.embed_query('a word')\n"
+        "maps = Path('/proc/self/maps').read_text().splitlines()\n"
+        "print(any(line.rstrip().endswith('model.safetensors') for line in maps))\n"
+        "print('onnx' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["True", "False"]  # mapped, not copied; onnx never imported
+
+
+def test_an_unsupported_config_is_a_model_error_with_the_reason(tmp_path: Path) -> None:
+    model_dir = _fake_package(tmp_path, 0, None)  # the real weights, a config we cannot run
+    config = json.loads((model_dir / "config.json").read_text())
+    (model_dir / "config.json").write_text(json.dumps({**config, "hidden_act": "relu"}))
+    with pytest.raises(ModelUnavailable, match="hidden_act 'relu' is not 'gelu'"):
+        load_embedder(model_dir=model_dir)
+
+
 def test_tampered_weights_raise(tmp_path: Path) -> None:
     _fake_package(tmp_path, 0, b"not the model" * 100)
     with pytest.raises(ModelUnavailable) as info:

@@ -55,6 +55,49 @@ def test_model_handle_that_failed_says_why_and_never_blocks() -> None:
     assert model.get(30.0) is None
 
 
+class ReleasingEmbedder(FakeEmbedder):
+    """A fake that counts the times it was asked to give its working memory back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.releases = 0
+        self.embedded_at_release: list[int] = []
+
+    def release_memory(self) -> None:
+        self.releases += 1
+        self.embedded_at_release.append(self.embedded)
+
+
+def test_the_model_gives_its_memory_back_after_each_pass(data: Path) -> None:
+    write(data / "a.txt", "Apples.", mtime=1e6)
+    embedder = ReleasingEmbedder()
+    eng = Engine(make_settings(data), lambda: embedder)
+    eng.load_model()
+    try:
+        eng.reindex()
+        assert embedder.embedded_at_release == [1]  # after the pass had embedded its chunk
+        write(data / "b.txt", "Bananas.", mtime=1e6)
+        eng.refresh(["b.txt"])
+        assert embedder.embedded_at_release == [1, 2]
+    finally:
+        eng.stop()
+
+
+def test_a_model_that_fails_to_release_memory_does_not_fail_the_pass(data: Path) -> None:
+    write(data / "a.txt", "Apples.", mtime=1e6)
+
+    class Failing(FakeEmbedder):
+        def release_memory(self) -> None:
+            raise RuntimeError("arena trouble")
+
+    eng = Engine(make_settings(data), Failing)
+    eng.load_model()
+    try:
+        assert eng.reindex().files_added == 1
+    finally:
+        eng.stop()
+
+
 def test_refresh_looks_only_at_the_given_paths(engine: Engine, data: Path) -> None:
     write(data / "a.txt", "Apples.", mtime=1e6)
     write(data / "b.txt", "Bananas.", mtime=1e6)

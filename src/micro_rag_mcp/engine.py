@@ -35,12 +35,12 @@ from micro_rag_mcp.results import (
     SearchOutcome,
     TextPassage,
 )
-from micro_rag_mcp.scanner import PathGlob, PathSet
+from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.search import SearchParams, hybrid_search
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache
-from micro_rag_mcp.watch import STANDBY, Watcher
+from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Engine:
         # The turn is held meanwhile (see start), so a client's reindex waits for this pass.
         self._watcher.ready.wait(WATCH_READY_S)
         try:
-            report = self._writer.run(STARTUP, None, False, None)
+            report = self._run_pass(STARTUP, None, False, None)
             logger.info(
                 "start-up index: %d added, %d updated, %d removed, %d unchanged, %d failed, "
                 "%d chunks, %d ms",
@@ -156,7 +156,7 @@ class Engine:
         pass runs, here or in another process.
         """
         scope = PathGlob(path_glob) if path_glob is not None else None
-        return self._writer.run(CLIENT, scope, force, progress)
+        return self._run_pass(CLIENT, scope, force, progress)
 
     def refresh(
         self, paths: Iterable[str] | None, *, progress: ProgressFn | None = None
@@ -168,7 +168,16 @@ class Engine:
         and a caller's ``reindex`` waits for it.
         """
         scope = PathSet(paths) if paths is not None else None
-        return self._writer.run("refresh", scope, False, progress)
+        return self._run_pass("refresh", scope, False, progress)
+
+    def _run_pass(
+        self, who: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+    ) -> ReindexReport:
+        """One writer pass; then the model gives back what its batches needed (it idles)."""
+        try:
+            return self._writer.run(who, scope, force, progress)
+        finally:
+            self._model.release_memory()
 
     def _holds_under(self, folder: str) -> bool:
         """Whether the index holds files under ``folder`` (relative)."""
@@ -333,7 +342,7 @@ def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
     )
     if queued:
         return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
-    if watch == STANDBY:
+    if watch in (STANDBY, WATCHED_ELSEWHERE):
         return f"{said}: the process that watches this folder will reindex {them}"
     return (
         f"{said}: reindex {them} (the reindex tool, or micro-rag index) to bring {them} "

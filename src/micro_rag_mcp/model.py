@@ -11,12 +11,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import MicroRagError
 from micro_rag_mcp.results import ModelState
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ReleasesMemory(Protocol):
+    """A model that can give back its working memory between passes."""
+
+    def release_memory(self) -> None: ...
 
 
 class ModelHandle:
@@ -63,6 +71,16 @@ class ModelHandle:
         self.start()
         self._ended.wait(timeout)
         return self._embedder
+
+    def release_memory(self) -> None:
+        """Let a loaded model give back the working memory of its largest batch."""
+        embedder = self._embedder
+        if not isinstance(embedder, ReleasesMemory):
+            return
+        try:
+            embedder.release_memory()
+        except Exception:  # memory kept is no reason to fail the pass that just ended
+            logger.exception("the embedding model could not release its working memory")
 
     def join(self, timeout: float) -> None:
         """Wait at most ``timeout`` seconds for a load under way to end."""

@@ -84,7 +84,8 @@ class IndexStatus(BaseModel):
     model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
     watch: str = Field(
         description="How the index follows the folder: 'watching', 'polling every N s', "
-        "'standby: another process watches this folder' or 'off'."
+        "'standby: another process watches this folder', 'off here: another process watches "
+        "this folder' (this process does not watch; another does) or 'off'."
     )
     queued: int = Field(description="Changed files and folders waiting to be reindexed.")
 

@@ -1,9 +1,11 @@
 """The FAISS copy this process holds in memory, and when to read the file again.
 
 One store at a time: while this process writes, its writer's store is the freshest there
-is and searches share it; otherwise searches use the file's latest save, loaded again
-only when the file changes (another process saved) or the catalog is another one. How
-many catalog chunks have a vector is counted once per change of either side.
+is and searches share it; otherwise searches use the file's latest save, mapped read-only
+(so processes on one folder share its pages) and mapped again only when the file changes
+(another process saved) or the catalog is another one. The writer never reuses a mapped
+store: it loads a copy it can change. How many catalog chunks have a vector is counted
+once per change of either side.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ class VectorCache:
         path = self.paths.vectors
         with self._lock:
             current = self._store
-            if current is not None and current.owner == owner and current.stamp == file_stamp(path):
+            if (
+                current is not None
+                and not current.mapped
+                and current.owner == owner
+                and current.stamp == file_stamp(path)
+            ):
                 return current
             space = vector_space(embedder)
             if catalog.get_meta("vector_model") != space:
@@ -65,7 +72,7 @@ class VectorCache:
             if stamp is None or catalog.get_meta("vector_model") != vector_space(embedder):
                 self._store = None
                 return None
-            self._store = VectorStore.load(path, embedder.dimension, owner)
+            self._store = VectorStore.load(path, embedder.dimension, owner, mapped=True)
             return self._store
 
     def count(

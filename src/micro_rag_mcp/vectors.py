@@ -3,7 +3,10 @@
 Ids are catalog chunk ids and vectors are L2-normalized, so inner product is cosine.
 This is derived data: whatever is missing is recomputed from the catalog's text, and
 whatever the catalog no longer knows is dropped (see ``indexer.reconcile``). The file is
-written atomically, so a reader process sees the previous save or the next one.
+written atomically, so a reader process sees the previous save or the next one. A process
+that only searches maps the file read-only instead of copying it: its pages are the page
+cache's, shared by every process that serves the folder (a save is a new file, so a
+mapping never sees a half-written one).
 """
 
 from __future__ import annotations
@@ -41,10 +44,17 @@ class VectorStore:
         self.dirty = False
         self.stamp: tuple[int, int, int] | None = None  # of the file last read or written
         self.owner = owner  # id of the catalog whose chunk ids these vectors carry
+        self.mapped = False  # read-only: the vectors are the saved file's pages
 
     @classmethod
-    def load(cls, path: Path, dimension: int, owner: str | None = None) -> VectorStore:
-        """Load the saved index; an unreadable or mismatched file yields an empty store."""
+    def load(
+        cls, path: Path, dimension: int, owner: str | None = None, *, mapped: bool = False
+    ) -> VectorStore:
+        """Load the saved index; an unreadable or mismatched file yields an empty store.
+
+        ``mapped``: map the file read-only rather than copy it, for a store that is only
+        searched (``add`` and ``remove`` then raise).
+        """
         import faiss
         import numpy as np
 
@@ -52,8 +62,10 @@ class VectorStore:
         if stamp is None:
             return cls(path, dimension, owner=owner)
         try:
-            data = np.frombuffer(path.read_bytes(), dtype=np.uint8)
-            index = faiss.deserialize_index(data)
+            if mapped:
+                index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+            else:
+                index = faiss.deserialize_index(np.frombuffer(path.read_bytes(), dtype=np.uint8))
         except Exception as e:  # faiss raises RuntimeError; a torn file may raise others
             logger.warning(
                 "%s is unreadable (%s); vectors will be rebuilt from the catalog", path, e
@@ -70,6 +82,7 @@ class VectorStore:
             return cls(path, dimension, owner=owner)
         store = cls(path, dimension, index, owner)
         store.stamp = stamp
+        store.mapped = mapped
         return store
 
     def __len__(self) -> int:
@@ -87,6 +100,7 @@ class VectorStore:
 
         if len(ids) == 0:
             return
+        self._check_writable()
         with self._lock:
             self._index.add_with_ids(
                 np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
@@ -98,12 +112,18 @@ class VectorStore:
 
         if len(ids) == 0:
             return 0
+        self._check_writable()
         with self._lock:
             # faiss's Python wrapper turns an id array into an IDSelectorBatch itself.
             removed = int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))  # type: ignore[arg-type]
             if removed:
                 self.dirty = True
             return removed
+
+    def _check_writable(self) -> None:
+        # faiss aborts the process on a write to a mapped index; refuse it here instead.
+        if self.mapped:
+            raise RuntimeError(f"{self.path} is mapped read-only; load it unmapped to change it")
 
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The k nearest chunk ids with their cosine similarity, best first."""

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.errors import IndexBusy, MicroRagError, Stopped
-from micro_rag_mcp.fsutil import try_lock
+from micro_rag_mcp.fsutil import lock_is_held, try_lock
 from micro_rag_mcp.ignore import Rule
 from micro_rag_mcp.layout import IndexPaths, ensure_folder
 from micro_rag_mcp.results import ReindexReport
@@ -46,6 +46,7 @@ STEP_MS = 100  # watchfiles groups events that come closer together than this
 WATCHING = "watching"
 STANDBY = "standby: another process watches this folder"
 OFF = "off"
+WATCHED_ELSEWHERE = "off here: another process watches this folder"
 
 # File systems whose changes made elsewhere raise no local event: scan them instead.
 NETWORK_FS = frozenset(
@@ -106,8 +107,15 @@ class Watcher:
 
     @property
     def status(self) -> str:
-        """``watching``, ``polling every N s``, ``standby: …`` or ``off``."""
-        return self._status
+        """``watching``, ``polling every N s``, ``standby: …``, ``off here: …`` or ``off``.
+
+        A process that does not watch (``micro-rag``, or ``--no-watch``) still tells whether
+        another one does: the holder of the watch lock.
+        """
+        status = self._status
+        if status == OFF and lock_is_held(self.paths.watch_lock):
+            return WATCHED_ELSEWHERE
+        return status
 
     def start(self) -> None:
         if self.settings.watch == "off":

@@ -1,0 +1,497 @@
+"""Memory, a section of ``bench.perf``: idle servers' RSS and PSS, and the model alone.
+
+    .venv/bin/python -m bench.perf --sections memory
+    .venv/bin/python -m bench.perf_memory            # this section alone
+
+RSS counts every page a process has in memory; PSS divides each shared page (the model's
+weights mapped from the package file, the libraries) among the processes that map it, so
+the PSS of several processes adds up to what they cost together. Figures are the server's
+process and its children (the reader process), read from ``/proc/PID/smaps_rollup``.
+
+- The model alone: a process that only loads the embedder and embeds one batch of 32
+  chunks of 256 tokens (the largest a pass runs), as it was before (weights copied into
+  the graph) and at each step taken since, then five such processes side by side.
+- One idle server at 10k and 100k chunks: each a real ``micro-rag-mcp`` over stdio that has
+  finished its start-up pass and answered one search. The folders' text and vectors are
+  synthetic (labelled so): written by the project's own indexer with random unit vectors
+  filed under the real model's vector space, so the server finds them up to date and
+  embeds nothing (checked: the vector file is not rewritten).
+- Five idle servers on five folders of real-model text (one paragraph per file), started
+  together; each indexes its folder with the real model, then answers one search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from bench import work_folder
+from bench.perf_common import Row, print_table
+
+SECTION = "memory"
+MB = 1024 * 1024
+BATCH_TEXTS = [f"word{i} alpha beta " * 100 for i in range(32)]  # 32 chunks of 256 tokens
+
+
+# -- measuring -------------------------------------------------------------------------
+
+
+def memory_kb(pid: int) -> dict[str, int]:
+    """Rss, Pss and Anonymous of one process, in kB."""
+    out: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("Rss", "Pss", "Anonymous"):
+            out[key] = int(rest.split()[0])
+    return out
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def tree_mb(pid: int) -> tuple[float, float]:
+    """RSS and PSS of a process and its descendants, in MB."""
+    rss = pss = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            m = memory_kb(member)
+            rss, pss = rss + m["Rss"], pss + m["Pss"]
+    return rss / 1024, pss / 1024
+
+
+def _mb(value: float) -> str:
+    return f"{value:.0f} MB"
+
+
+# -- the model alone, step by step ------------------------------------------------------
+
+# What each variant of the model process does; the first is the code before this work.
+MODEL_VARIANTS = ("in-graph", "mapped", "no-arena", "no-prepack")
+
+
+def _model_session(variant: str, threads: int) -> Any:
+    from micro_rag_mcp import embedder as e
+
+    model_dir = e.find_model_dir()
+    options = e.session_options(threads)
+    if variant == "in-graph":  # the weights copied into the graph, as before
+        session = e.open_session(e.in_memory_model(model_dir).SerializeToString(), options)
+    else:
+        if variant == "no-arena":
+            options.enable_cpu_mem_arena = False
+        if variant == "no-prepack":
+            options.add_session_config_entry("session.disable_prepacking", "1")
+        session = e.open_mapped_session(model_dir, options)
+    return e.OnnxEmbedder(session, e.load_tokenizer(model_dir))
+
+
+def model_child(variant: str) -> None:
+    """One model process: print its memory at each stage as JSON, wait for stdin to close."""
+    from micro_rag_mcp.heap import trim_heap
+
+    own = os.getpid()
+    stages: dict[str, dict[str, int]] = {}
+    embedder = _model_session(variant, len(os.sched_getaffinity(0)))
+    trim_heap()
+    stages["loaded"] = memory_kb(own)
+    vectors = embedder.embed_documents(BATCH_TEXTS)
+    stages["batch"] = memory_kb(own)
+    if variant != "in-graph":  # the arena shrunk by a one-token run, then the heap trimmed
+        if variant != "no-arena":  # without an arena there is nothing to shrink
+            embedder.shrink_arena()
+        stages["shrunk"] = memory_kb(own)
+        trim_heap()
+        stages["trimmed"] = memory_kb(own)
+    checksum = float(np.abs(vectors).sum())
+    print(json.dumps({"stages": stages, "checksum": checksum}), flush=True)
+    sys.stdin.read()
+
+
+def _start_model(variant: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.perf_memory", "--memory-model-child", variant],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _model_report(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line:
+        raise RuntimeError(f"the model process exited with {proc.wait()}")
+    report: dict[str, Any] = json.loads(line)
+    return report
+
+
+def _finish(procs: Sequence[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(60)
+
+
+def model_rows(instances: int) -> list[Row]:
+    rows: list[Row] = []
+    reports = {}
+    for variant in MODEL_VARIANTS:
+        proc = _start_model(variant)
+        reports[variant] = _model_report(proc)
+        _finish([proc])
+    before, after = reports["in-graph"]["stages"], reports["mapped"]["stages"]
+
+    def row(label: str, stage: dict[str, int], note: str = "") -> Row:
+        value = f"{_mb(stage['Rss'] / 1024)} / {_mb(stage['Pss'] / 1024)}"
+        anon = f"anonymous {_mb(stage['Anonymous'] / 1024)}"
+        return Row(SECTION, f"model alone, {label} (RSS / PSS)", value, "", f"{anon}; {note}")
+
+    rows.append(row("before: weights in the graph, loaded", before["loaded"]))
+    rows.append(row("before: after one 32x256 batch", before["batch"], "what an idle server held"))
+    rows.append(row("weights mapped from the package, loaded", after["loaded"]))
+    rows.append(row("weights mapped, after one batch", after["batch"]))
+    rows.append(row("+ arena shrunk after the pass", after["shrunk"]))
+    rows.append(row("+ heap trimmed (as shipped)", after["trimmed"]))
+    for variant, why in (
+        ("no-arena", "not kept: slower, see speed"),
+        ("no-prepack", "not kept: slower, vectors differ by ~1e-7"),
+    ):
+        stage = reports[variant]["stages"]["trimmed"]
+        rows.append(row(f"{variant}, after one batch, trimmed", stage, why))
+    same = reports["in-graph"]["checksum"] == reports["mapped"]["checksum"]
+    rows.append(
+        Row(SECTION, "model alone, vectors mapped vs before", "identical" if same else "DIFFER")
+    )
+    for variant, label in (("in-graph", "before"), ("mapped", "as shipped")):
+        procs = [_start_model(variant) for _ in range(instances)]
+        try:
+            for proc in procs:
+                _model_report(proc)
+            rss, pss = (sum(v) for v in zip(*(tree_mb(p.pid) for p in procs), strict=True))
+        finally:
+            _finish(procs)
+        rows.append(
+            Row(
+                SECTION,
+                f"model alone x{instances} side by side, {label} (RSS / PSS)",
+                f"{_mb(rss)} / {_mb(pss)}",
+            )
+        )
+    return rows
+
+
+def speed_rows(rounds: int) -> list[Row]:
+    """Chunks per CPU-second of the variants on one thread, in alternating 16-chunk steps.
+
+    With one intra-op thread onnxruntime computes in the calling thread, so that thread's
+    CPU time (user and system: page faults included) is the work a step cost, whatever
+    else runs on a shared machine; the median step of each variant is kept.
+    """
+    embedders = {v: _model_session(v, 1) for v in MODEL_VARIANTS}
+    steps: dict[str, list[float]] = {v: [] for v in MODEL_VARIANTS}
+    texts = BATCH_TEXTS * 2
+    for _ in range(rounds):
+        for start in range(0, len(texts), 16):
+            for variant, embedder in embedders.items():
+                began = time.thread_time()
+                embedder.embed_documents(texts[start : start + 16])
+                steps[variant].append(time.thread_time() - began)
+    speed = {v: 16 / float(np.median(s)) for v, s in steps.items()}
+    base = speed["in-graph"]
+    return [
+        Row(
+            SECTION,
+            f"encoder speed, {variant} (256-token chunks, one thread, "
+            f"median of {len(steps[variant])} steps)",
+            f"{speed[variant]:.2f} chunks per CPU-s",
+            "within a few % of before",
+            f"{speed[variant] / base:.2f}x before",
+        )
+        for variant in MODEL_VARIANTS
+    ]
+
+
+# -- folders ------------------------------------------------------------------------------
+
+_WORDS = [
+    "".join(random.Random(i).choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3 + i % 7))
+    for i in range(4000)
+]
+
+
+def _paragraph(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(words)).capitalize() + "."
+
+
+CHUNKS_PER_PARAGRAPH = 1.18  # as the default chunking cuts these paragraphs (measured)
+
+
+def write_folder(data: Path, files: int, paragraphs: int, seed: int) -> None:
+    """``files`` text files of ``paragraphs`` paragraphs of ~130 words (one chunk each)."""
+    rng = random.Random(seed)
+    data.mkdir(parents=True, exist_ok=True)
+    for i in range(files):
+        text = "\n\n".join(_paragraph(rng, 120) for _ in range(paragraphs))
+        (data / f"doc{i:05d}.txt").write_text(text + "\n", encoding="utf-8")
+
+
+def server_argv(data: Path) -> list[str]:
+    return ["--data-folder", str(data), "--title", "bench", "--inst", "Search the bench folder."]
+
+
+class SyntheticVectors:
+    """Random unit vectors filed under the real model's vector space (no model is run)."""
+
+    def __init__(self) -> None:
+        from micro_rag_mcp.embedder import DIMENSION, MODEL_ID
+
+        self.model_id, self.dimension = MODEL_ID, DIMENSION
+        self._rng = np.random.default_rng(0)
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        v = self._rng.standard_normal((len(texts), self.dimension)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
+
+
+def synthetic_index(work: Path, chunks: int) -> Path:
+    """A folder of about ``chunks`` chunks, indexed with synthetic vectors (reused if built)."""
+    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.main import build_parser, settings_from_args
+
+    per_file = 10 if chunks <= 20_000 else 50
+    data = work / f"memory-synthetic-{chunks}"
+    done = work / f"memory-synthetic-{chunks}.built"
+    if done.exists():
+        return data
+    files = max(1, round(chunks / (per_file * CHUNKS_PER_PARAGRAPH)))
+    write_folder(data, files, per_file, seed=chunks)
+    settings = settings_from_args(build_parser().parse_args(server_argv(data)))
+    engine = Engine(settings, SyntheticVectors)
+    engine.load_model()
+    try:
+        engine.reindex()
+    finally:
+        engine.stop()
+    done.write_text("built by bench.perf_memory with synthetic vectors\n")
+    return data
+
+
+# -- servers --------------------------------------------------------------------------
+
+
+def _server_pid(data: Path) -> int:
+    """The pid of the server process serving ``data`` (found by its command line)."""
+    wanted = str(data).encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            argv = cmdline.read_bytes().split(b"\0")
+            if b"micro_rag_mcp" in argv and wanted in argv:
+                return int(cmdline.parent.name)
+    raise RuntimeError(f"no server process found for {data}")
+
+
+async def _wait_idle(client: Any, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = (await client.call_tool("search", {"query": "status"})).structured_content
+        index: dict[str, Any] = out["index"]
+        done = index["chunks_with_vectors"] == index["chunks_total"]
+        if not index["indexing"] and index["model"] == "ready" and done:
+            return index
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the server never became idle: {index}")
+        await anyio.sleep(0.5)
+
+
+async def _idle_servers(
+    folders: Sequence[Path], timeout: float, source: Path | None
+) -> list[tuple[float, float, dict[str, Any]]]:
+    """Start one server per folder together; once each is idle and answered a search,
+    the RSS and PSS of each (with its children) and its index state."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for data in folders:
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "micro_rag_mcp", *server_argv(data)], env=env
+            )
+            log = stack.enter_context(data.with_suffix(".log").open("w", encoding="utf-8"))
+            transport = stdio_client(params, errlog=log)  # the server's log, kept beside
+            clients.append(await stack.enter_async_context(Client(transport)))
+        states: list[dict[str, Any]] = [{} for _ in folders]
+
+        async def settle(i: int) -> None:
+            states[i] = await _wait_idle(clients[i], timeout)
+            await clients[i].call_tool("search", {"query": "alpha beta", "top_k": 5})
+
+        async with anyio.create_task_group() as group:
+            for i in range(len(folders)):
+                group.start_soon(settle, i)
+        pairs = zip(folders, states, strict=True)
+        return [(*tree_mb(_server_pid(data)), state) for data, state in pairs]
+
+
+def idle_servers(
+    folders: Sequence[Path], timeout: float, source: Path | None = None
+) -> list[tuple[float, float, dict[str, Any]]]:
+    result: list[tuple[float, float, dict[str, Any]]] = anyio.run(
+        _idle_servers, folders, timeout, source
+    )
+    return result
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def one_server_rows(work: Path, sizes: Sequence[int], source: Path | None) -> list[Row]:
+    rows = []
+    targets = {10_000: "<= 250 MB RSS", 100_000: "<= 500 MB RSS"}
+    for chunks in sizes:
+        data = synthetic_index(work, chunks)
+        vectors = data / "index" / "faiss.index"
+        before = _stamp(vectors)
+        ((rss, pss, state),) = idle_servers([data], timeout=600, source=source)
+        if _stamp(vectors) != before:
+            raise RuntimeError(f"the server re-embedded the synthetic index in {data}")
+        rows.append(
+            Row(
+                SECTION,
+                f"one idle server, {state['chunks_total']:,} chunks (RSS / PSS)",
+                f"{_mb(rss)} / {_mb(pss)}",
+                targets.get(chunks, ""),
+                "synthetic text and vectors; nothing re-embedded",
+            )
+        )
+    return rows
+
+
+def instance_rows(work: Path, instances: int, files: int, source: Path | None) -> list[Row]:
+    folders = []
+    for i in range(instances):
+        data = work / f"memory-folder-{files}-{i}"
+        if not data.exists():
+            write_folder(data, files, 1, seed=1000 + i)
+        shutil.rmtree(data / "index", ignore_errors=True)  # each run embeds from scratch
+        folders.append(data)
+    measured = idle_servers(folders, timeout=1800, source=source)
+    rss = sum(m[0] for m in measured)
+    pss = sum(m[1] for m in measured)
+    chunks = sum(m[2]["chunks_total"] for m in measured)
+    return [
+        Row(
+            SECTION,
+            f"{instances} idle servers, {instances} folders of {files} files (RSS / PSS)",
+            f"{_mb(rss)} / {_mb(pss)}",
+            "<= 1.0 GB together",
+            f"{chunks:,} chunks embedded by the real model at start-up; "
+            f"PSS each {', '.join(_mb(m[1]) for m in measured)}",
+        )
+    ]
+
+
+# -- the section --------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--memory-chunks",
+        default="10000,100000",
+        metavar="LIST",
+        help="chunks of the synthetic folders one idle server is measured on",
+    )
+    parser.add_argument("--memory-instances", type=int, default=5, help="servers side by side")
+    parser.add_argument("--memory-files", type=int, default=300, help="files per folder")
+    parser.add_argument(
+        "--memory-parts",
+        default="model,speed,one,five",
+        metavar="LIST",
+        help="of: model (the model alone, step by step), speed (the encoder's variants), "
+        "one (one idle server per size), five (several servers side by side)",
+    )
+    parser.add_argument(
+        "--memory-server-src",
+        type=Path,
+        help="run the servers from this source folder (e.g. an older commit's src), "
+        "to measure before and after",
+    )
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    work = Path(args.work)
+    sizes = [int(s) for s in args.memory_chunks.split(",") if s.strip()]
+    instances, files = args.memory_instances, args.memory_files
+    if args.quick:
+        sizes, instances, files = [min(sizes)], min(instances, 2), min(files, 30)
+    source = args.memory_server_src
+    parts: dict[str, Callable[[], list[Row]]] = {
+        "model": lambda: model_rows(instances),
+        "speed": lambda: speed_rows(1),
+        "one": lambda: one_server_rows(work, sizes, source),
+        "five": lambda: instance_rows(work, instances, files, source),
+    }
+    chosen = [p.strip() for p in args.memory_parts.split(",") if p.strip()]
+    unknown = sorted(set(chosen) - set(parts))
+    if unknown:
+        raise SystemExit(f"--memory-parts: unknown {', '.join(unknown)}; from {', '.join(parts)}")
+    steps = [parts[p] for p in chosen]
+    rows: list[Row] = []
+    for step in steps:
+        started = time.perf_counter()
+        rows.extend(step())
+        elapsed = time.perf_counter() - started
+        print(f"# memory: {rows[-1].measure}: {elapsed:.0f} s", file=sys.stderr)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--work", type=Path, default=work_folder("perf"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--memory-model-child", choices=MODEL_VARIANTS, help=argparse.SUPPRESS)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.memory_model_child:
+        model_child(args.memory_model_child)
+        return 0
+    args.work.mkdir(parents=True, exist_ok=True)
+    print_table(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -22,7 +22,7 @@ from types import ModuleType
 from bench import work_folder
 from bench.perf_common import Row, print_table
 
-SECTIONS = ("indexing", "search", "memory")
+SECTIONS = ("indexing", "search", "memory", "milvus")
 
 
 def _section(name: str) -> ModuleType:

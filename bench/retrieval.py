@@ -37,6 +37,7 @@ from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.results import Hit, Progress
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+from micro_rag_mcp.store import Store, StoreConfig, parse_store_url
 
 logger = logging.getLogger("bench")
 
@@ -112,6 +113,17 @@ class Workspace:
     doc_of_path: dict[str, str]  # "<stem>.txt" -> doc id
     reused: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    store: StoreConfig | None = None  # a Milvus store instead of the index folder
+
+    def engine(self, embedder: Embedder, params: SearchParams | None = None) -> Store:
+        """The store the benchmark measures, with the real embedder, as the server runs it."""
+        if self.store is None:
+            return Engine(self.settings, lambda: embedder, params=params)
+        from micro_rag_mcp.milvus_engine import MilvusEngine
+
+        return MilvusEngine(
+            self.settings, lambda: embedder, self.store, folder=self.docs, params=params
+        )
 
 
 def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -> Workspace:
@@ -172,7 +184,7 @@ def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -
 
 def index(ws: Workspace, embedder: Embedder) -> dict[str, Any]:
     """Bring the index up to date through the real path; return what it took."""
-    engine = Engine(ws.settings, lambda: embedder)
+    engine = ws.engine(embedder)
     engine.load_model()
     last = [0.0]
 
@@ -235,7 +247,7 @@ def search_all(
     score_threshold: float,
 ) -> ChannelRun:
     """Every query through ``Engine.search`` with these params, over the shared index."""
-    engine = Engine(ws.settings, lambda: embedder, params=params)
+    engine = ws.engine(embedder, params)
     engine.load_model()
     engine.search("warm up", top_k=top_k, score_threshold=score_threshold)  # loads the vectors
     out = ChannelRun(name, params, {}, {}, [], {})
@@ -467,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, help="only the first N queries (smoke test)")
     p.add_argument(
+        "--store",
+        metavar="URL",
+        help="index and search this Milvus store (milvus://HOST:PORT/DB?collection=NAME) "
+        "instead of the work folder's index; the same search path as the server's --store",
+    )
+    p.add_argument(
         "--latency-ab",
         action="store_true",
         help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
@@ -493,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suffix = "-int8" if args.int8 else ""
     work = args.work or work_folder(f"{dataset.name}-{args.chunk_size}{suffix}")
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
+    if args.store:
+        ws = replace(ws, store=parse_store_url(args.store))
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
     indexing = index(ws, embedder)
     full = ws.info.get("full_index", indexing)

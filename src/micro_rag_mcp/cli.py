@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
-from micro_rag_mcp.main import OneLineParser
+from micro_rag_mcp.main import OneLineParser, add_store_arguments
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "-v", "--verbose", action="count", default=0, help="More detail in the log on stderr."
     )
+    add_store_arguments(common)
 
     index = commands.add_parser(
         "index",
@@ -120,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_FILE_MB,
         metavar="MB",
         help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
+    )
+    index.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="With --store: index only share I of N of the paths (a stable hash of each "
+        "path), so N workers index one folder together.",
     )
 
     search = commands.add_parser(

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts
+from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts, store_from_args
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Precision, Settings
+from micro_rag_mcp.store import Store, StoreConfig
 
 if TYPE_CHECKING:
     from micro_rag_mcp.cli_output import IndexDisplay, Screens
@@ -45,6 +46,14 @@ def _folders(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def _reader_settings(args: argparse.Namespace) -> Settings:
     """For the commands that only read: the index must exist already."""
+    if args.store is not None:  # the store alone: the folder need not be here
+        folder = Path(args.folder).expanduser().resolve()
+        return Settings(
+            data_folder=folder,
+            index_folder=folder / "index",
+            model_wait_s=0.0,
+            model_precision=_store_precision(store_from_args(args)),
+        )
     data, index = _folders(args)
     if not IndexPaths(index).catalog.exists():
         raise NoIndex(f"no index in {index}; run micro-rag index {args.folder}")
@@ -56,9 +65,10 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
     )
 
 
-def _index_settings(args: argparse.Namespace) -> Settings:
+def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) -> Settings:
     data, index = _folders(args)
-    size, overlap = _index_chunking(IndexPaths(index))
+    recorded = _store_identity(store).get("chunking", "") if store else None
+    size, overlap = _index_chunking(IndexPaths(index), recorded)
     size = args.chunk_size if args.chunk_size is not None else size
     overlap = args.chunk_overlap if args.chunk_overlap is not None else min(overlap, size // 2)
     if size < 50:
@@ -73,7 +83,7 @@ def _index_settings(args: argparse.Namespace) -> Settings:
         chunk_size=size,
         chunk_overlap=overlap,
         max_file_bytes=int(args.max_file_size * 1024 * 1024),
-        model_precision=_index_precision(IndexPaths(index)),
+        model_precision=_store_precision(store) if store else _index_precision(IndexPaths(index)),
     )
 
 
@@ -97,15 +107,47 @@ def _index_precision(paths: IndexPaths) -> Precision:
     return "int8" if "+int8;" in _recorded(paths, "vector_model") else "fp32"
 
 
-def _index_chunking(paths: IndexPaths) -> tuple[int, int]:
-    """The chunking an existing index was built with, so ``index`` does not re-chunk it
-    by accident; the defaults for a new one."""
-    recorded = _recorded(paths, "chunking")
+def _index_chunking(paths: IndexPaths, recorded: str | None = None) -> tuple[int, int]:
+    """The chunking an existing index (or the store's ``recorded`` one) was built with, so
+    ``index`` does not re-chunk it by accident; the defaults for a new one."""
+    recorded = _recorded(paths, "chunking") if recorded is None else recorded
     m = re.match(r"chars:(\d+)/(\d+)", recorded)
     return (int(m[1]), int(m[2])) if m else (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
 
 
-def _embedder_loader(settings: Settings) -> Callable[[], Embedder]:
+def _store_identity(store: StoreConfig | None) -> dict[str, str]:
+    """The run identity a store recorded ({} for none yet)."""
+    from micro_rag_mcp.milvus_store import MilvusIndex
+
+    if store is None:
+        return {}
+    index = MilvusIndex(store)
+    try:
+        return index.identity() or {}
+    finally:
+        index.close()
+
+
+def _store_precision(store: StoreConfig | None) -> Precision:
+    """As ``_index_precision``, for a store."""
+    return "int8" if "+int8;" in _store_identity(store).get("vector_space", "") else "fp32"
+
+
+def _store_engine(settings: Settings, store: StoreConfig, writing: bool) -> Store:
+    """The tools over a store; a writer indexes the settings' data folder."""
+    from micro_rag_mcp.milvus_engine import MilvusEngine
+
+    folder = settings.data_folder if writing or settings.data_folder.is_dir() else None
+    return MilvusEngine(settings, _embedder_loader(settings, local=False), store, folder=folder)
+
+
+def _reader_engine(args: argparse.Namespace) -> Store:
+    settings = _reader_settings(args)
+    config = store_from_args(args)
+    return _engine(settings) if config is None else _store_engine(settings, config, False)
+
+
+def _embedder_loader(settings: Settings, *, local: bool = True) -> Callable[[], Embedder]:
     def load() -> Embedder:
         from micro_rag_mcp.embedder import load_embedder
 
@@ -115,7 +157,7 @@ def _embedder_loader(settings: Settings) -> Callable[[], Embedder]:
         return load_embedder(
             threads=threads,
             quantize=settings.model_precision == "int8",
-            work_dir=settings.index_folder,
+            work_dir=settings.index_folder if local else None,
         )
 
     return load
@@ -133,11 +175,24 @@ def _engine(settings: Settings) -> Engine:
 def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.tool_results import reindex_result
 
-    settings = _index_settings(args)
-    engine = _engine(settings)
+    config = store_from_args(args, args.shard)
+    if config is None and args.shard is not None:
+        raise ConfigError("--shard applies only with --store")
+    settings = _index_settings(args, config)
     display = screens.index_display()
+    engine: Store
     try:
-        report = _interruptible(engine, lambda stop: _reindex_waiting(engine, args, display, stop))
+        if config is None:
+            local = engine = _engine(settings)
+            report = _interruptible(
+                engine, lambda stop: _reindex_waiting(local, args, display, stop)
+            )
+        else:
+            shared = engine = _store_engine(settings, config, True)
+            report = _interruptible(
+                engine,
+                lambda _: shared.reindex(force=args.force, path_glob=args.glob, progress=display),
+            )
     finally:
         display.close()
     result = reindex_result(report, args.glob, settings.exts)
@@ -165,7 +220,7 @@ def _reindex_waiting(
                 raise Stopped("interrupted while waiting for the index lock") from e
 
 
-def _interruptible(engine: Engine, work: Callable[[threading.Event], T]) -> T:
+def _interruptible(engine: Store, work: Callable[[threading.Event], T]) -> T:
     """Run ``work`` in a thread; Ctrl+C sets the event it is given and stops the engine at
     its next step, then waits for it, so what was done is kept."""
     outcome: dict[str, object] = {}
@@ -202,7 +257,7 @@ def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
 
     if not args.query.strip():
         raise InvalidArgument("QUERY must contain some text")
-    engine = _engine(_reader_settings(args))
+    engine = _reader_engine(args)
     engine.load_model(timeout=300.0)
     result = search_result(engine.search(args.query, args.top_k, args.threshold))
     if args.json:
@@ -216,7 +271,7 @@ def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.embedder import find_model_dir
     from micro_rag_mcp.errors import ModelUnavailable
 
-    summary = _engine(_reader_settings(args)).status()
+    summary = _reader_engine(args).status()
     try:
         find_model_dir()
         model = "installed"
@@ -232,7 +287,7 @@ def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
 def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.tool_results import read_result, wire
 
-    engine = _engine(_reader_settings(args))
+    engine = _reader_engine(args)
     passage = engine.read(
         args.path,
         char_start=args.start,

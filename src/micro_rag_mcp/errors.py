@@ -51,3 +51,11 @@ class InvalidArgument(MicroRagError):
 
 class Stopped(MicroRagError):
     """Work given up between two steps because the server is stopping or the caller left."""
+
+
+class StoreUnavailable(MicroRagError):
+    """A shared store (Milvus) cannot be reached, or refused a request."""
+
+
+class StoreMismatch(MicroRagError):
+    """A shared store holds an index made with another model or chunking."""

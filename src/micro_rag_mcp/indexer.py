@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress, ProgressFn
-from micro_rag_mcp.scanner import ScannedFile, ScanRules, Scope, scan
+from micro_rag_mcp.scanner import ScannedFile, ScanResult, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vectors import VectorStore
 
@@ -70,12 +70,7 @@ def sync_files(
     known = catalog.files()
     listing = scan(scan_rules(settings), scope)
     found = listing.files
-    on_disk = {f.rel for f in found}
-    gone = [
-        p
-        for p in known
-        if p not in on_disk and (scope is None or scope.matches(p)) and not listing.may_hold(p)
-    ]
+    gone = gone_paths(known, listing, scope)
     total = len(found) + len(gone)
     try:
         for done, rel in enumerate(gone, 1):
@@ -128,15 +123,11 @@ def _sync_one(
                 _forget(catalog, counts, f.rel)
                 counts.removed += 1
             return
-        reason = str(e) or type(e).__name__
-        logger.warning("cannot index %s: %s", f.rel, reason)
-        # A transient failure keeps no stamp, so the next reindex tries the file again.
-        stamp_size = -1 if e.transient else size
-        failed = FileRecord(f.rel, ext, stamp_size, f.mtime_ns, None, "failed", reason)
+        failed = failure_record(f, ext, size, e)
         _store(catalog, counts, failed, [])
-        counts.failed.append((f.rel, reason))
+        counts.failed.append((f.rel, failed.error or ""))
         return
-    checksum = "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    checksum = text_checksum(text)
     if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
         catalog.touch_file(f.rel, size, f.mtime_ns)
         counts.unchanged += 1
@@ -148,6 +139,30 @@ def _sync_one(
     else:
         counts.updated += 1
     logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+
+
+def gone_paths(known: Iterable[str], listing: ScanResult, scope: Scope | None) -> list[str]:
+    """The recorded paths in scope that the folder no longer holds (a folder that could
+    not be listed may still hold its files: they are kept)."""
+    on_disk = {f.rel for f in listing.files}
+    return [
+        p
+        for p in known
+        if p not in on_disk and (scope is None or scope.matches(p)) and not listing.may_hold(p)
+    ]
+
+
+def failure_record(f: ScannedFile, ext: str, size: int, e: ReadError) -> FileRecord:
+    """What is recorded of a file that could not be read, logged once."""
+    reason = str(e) or type(e).__name__
+    logger.warning("cannot index %s: %s", f.rel, reason)
+    # A transient failure keeps no stamp, so the next reindex tries the file again.
+    stamp_size = -1 if e.transient else size
+    return FileRecord(f.rel, ext, stamp_size, f.mtime_ns, None, "failed", reason)
+
+
+def text_checksum(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _stamp_size(f: ScannedFile) -> int:

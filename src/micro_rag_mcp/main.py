@@ -7,11 +7,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from micro_rag_mcp import __version__
-from micro_rag_mcp.errors import ConfigError
+from micro_rag_mcp.errors import ConfigError, StoreUnavailable
 from micro_rag_mcp.ignore import parse_rules
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -21,6 +22,7 @@ from micro_rag_mcp.settings import (
     EXT_GROUPS,
     Settings,
 )
+from micro_rag_mcp.store import StoreConfig, parse_shard, parse_store_url
 
 if TYPE_CHECKING:
     from micro_rag_mcp.embedder import Embedder
@@ -40,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="micro-rag-mcp",
         description="Serve hybrid search over one folder of documents to an MCP client (stdio).",
     )
-    p.add_argument("--data-folder", required=True, help="Folder of documents to index and search.")
+    p.add_argument(
+        "--data-folder",
+        help="Folder of documents to index and search (required, except with --store).",
+    )
     p.add_argument("--title", required=True, help="MCP server name shown to the client.")
     p.add_argument(
         "--inst", required=True, help="Server instructions for the client, passed verbatim."
@@ -100,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Seconds between scans when the folder cannot be watched "
         f"(default: {DEFAULT_POLL_S:g}).",
     )
+    add_store_arguments(p)
     p.add_argument(
         "-v",
         "--verbose",
@@ -109,6 +115,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
+
+
+def add_store_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that select a shared store instead of the index folder."""
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="Keep the index in a Milvus database shared by many processes, "
+        "milvus://HOST:PORT/DB?collection=NAME, instead of the index folder.",
+    )
+    p.add_argument(
+        "--store-token-env",
+        metavar="NAME",
+        help="Environment variable holding the store's token (user:password or API key).",
+    )
+
+
+def store_from_args(args: argparse.Namespace, shard: str | None = None) -> StoreConfig | None:
+    """The store the flags name (None: the index folder), its token read from the
+    environment variable they name."""
+    if args.store is None:
+        if args.store_token_env is not None:
+            raise ConfigError("--store-token-env applies only with --store")
+        return None
+    token = ""
+    if args.store_token_env is not None:
+        token = os.environ.get(args.store_token_env, "")
+        if not token:
+            raise ConfigError(f"--store-token-env: the variable {args.store_token_env} is not set")
+    config = parse_store_url(args.store, token)
+    return replace(config, shard=parse_shard(shard)) if shard is not None else config
 
 
 SUPPORTED_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
@@ -172,7 +209,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
     Nothing is created or changed on disk: a start that is refused leaves no trace.
     """
-    data, index = check_folders(args.data_folder, args.index_folder, "--data-folder")
+    if args.data_folder is None:
+        if args.store is None:
+            raise ConfigError("--data-folder is required (unless --store is given)")
+        # A server of a shared store without a folder: it searches and reads only, and
+        # nothing is ever written under these (placeholder) folders.
+        data, index = Path.cwd(), Path.cwd() / "index"
+    else:
+        data, index = check_folders(args.data_folder, args.index_folder, "--data-folder")
     if args.chunk_size < 50:
         raise ConfigError("--chunk-size must be at least 50 characters")
     if not 0 <= args.chunk_overlap < args.chunk_size // 2 + 1:
@@ -197,6 +241,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         poll_interval_s=args.poll_interval,
         model_precision=args.model_precision,
     )
+
+
+MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
+
+
+def check_store_chunking(settings: Settings) -> None:
+    if settings.chunk_size > MAX_STORE_CHUNK:
+        raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
 
 
 def create_index_folder(settings: Settings) -> None:
@@ -237,10 +289,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)
-        create_index_folder(settings)
+        store = store_from_args(args)
+        if store is None:
+            create_index_folder(settings)
+        else:
+            check_store_chunking(settings)
     except ConfigError as e:
         print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
         return 2
+    if store is not None:
+        from micro_rag_mcp.milvus_store import MilvusIndex
+
+        try:
+            MilvusIndex(store).connect()  # a store that cannot be reached stops the start
+        except StoreUnavailable as e:
+            print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
+            return 1
     configure_logging(args.verbose)
     from micro_rag_mcp.stdio import StopSignals, serve_stdio
 
@@ -251,11 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     greet_a_person(settings)
-    logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+    if store is None:
+        logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+    else:
+        logger.info("serving the store %s", store.url)
     int8 = settings.model_precision == "int8"
+    work_dir = settings.index_folder if store is None else None
 
     def load() -> Embedder:
-        return load_embedder(threads=threads, quantize=int8, work_dir=settings.index_folder)
+        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir)
 
-    serve_stdio(build_server(settings, load), signals)
+    folder = settings.data_folder if args.data_folder is not None else None
+    serve_stdio(build_server(settings, load, store, folder=folder), signals)
     return 0

@@ -15,10 +15,12 @@ import difflib
 import os
 import posixpath
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any, Protocol
 
 from micro_rag_mcp.arguments import shown
-from micro_rag_mcp.catalog import Catalog, FileRecord, StoredChunk
+from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.errors import InvalidArgument, NotIndexed
 from micro_rag_mcp.results import TextPassage
 
@@ -27,9 +29,19 @@ MAX_CHARS = 50_000
 _RUNS_NAMED = 5  # runs of unknown whitespace named in a notice
 
 
+class IndexedText(Protocol):
+    """What ``read_indexed`` needs of a store: the catalog, or another store's reader."""
+
+    def snapshot(self) -> AbstractContextManager[Any]: ...
+    def file_record(self, path: str) -> FileRecord | None: ...
+    def file_extent(self, path: str) -> tuple[int, dict[int, tuple[int, int]]]: ...
+    def file_chunks(self, path: str, start: int, end: int) -> list[StoredChunk]: ...
+    def files(self) -> dict[str, FileRecord]: ...
+
+
 def read_indexed(
-    catalog: Catalog,
-    data_folder: Path,
+    catalog: IndexedText,
+    data_folder: Path | None,
     path: str,
     *,
     char_start: int | None = None,
@@ -55,7 +67,9 @@ def read_indexed(
         start, stop, end = window(rel, total, pages, char_start, char_end, page, max_chars)
         chunks = catalog.file_chunks(rel, start, stop)
     text, unknown, lines = stitch(chunks, start, stop)
-    notices = _unknown_notice(unknown) + _changed_notice(data_folder / rel, record)
+    notices = _unknown_notice(unknown)
+    if data_folder is not None:  # a store read without the folder cannot tell
+        notices += _changed_notice(data_folder / rel, record)
     return TextPassage(
         path=rel,
         ext=record.ext,
@@ -72,7 +86,7 @@ def read_indexed(
     )
 
 
-def catalog_path(path: str, data_folder: Path) -> str:
+def catalog_path(path: str, data_folder: Path | None) -> str:
     """The catalog's name for a path a caller gave: relative to the data folder, ``/``.
 
     An absolute path inside the data folder is taken too; anything leading out of it is
@@ -80,6 +94,8 @@ def catalog_path(path: str, data_folder: Path) -> str:
     """
     norm = posixpath.normpath(path)
     if posixpath.isabs(norm):
+        if data_folder is None:
+            raise NotIndexed(_outside(path))
         root = data_folder.as_posix()
         if norm != root and not norm.startswith(root.rstrip("/") + "/"):
             raise NotIndexed(_outside(path))
@@ -98,7 +114,7 @@ def _outside(path: str) -> str:
     )
 
 
-def _not_indexed(catalog: Catalog, rel: str, record: FileRecord | None, indexing: bool) -> str:
+def _not_indexed(catalog: IndexedText, rel: str, record: FileRecord | None, indexing: bool) -> str:
     if record is not None:
         return f"{shown(rel)} is in the folder but could not be indexed: {record.error}"
     known = {p.casefold(): p for p, r in catalog.files().items() if r.status == "ok"}

@@ -25,11 +25,11 @@ have a low cosine and still be exactly what was asked for). A chunk with no vect
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.catalog import Catalog, StoredChunk
 from micro_rag_mcp.cjk import cjk_query
 from micro_rag_mcp.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.keywords import or_query
@@ -91,8 +91,10 @@ def fts_query(
 def query_terms(
     text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
 ) -> list[str]:
-    """The distinct words of ``text``, lower-cased, without ``stopwords`` unless the text
-    has no other word, at most ``max_terms``."""
+    """The distinct words of ``text`` a keyword channel looks for, lower-cased, in order.
+
+    Words in ``stopwords`` are left out unless the text has no other word.
+    """
     seen: dict[str, None] = {}
     stopped: dict[str, None] = {}
     for term in _TERM.findall(text.lower()):
@@ -173,38 +175,32 @@ def hybrid_search(
         cjk = cjk_query(query) if "keyword" in params.channels else None
         if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
             keyword_hits = _merged(keyword_hits, catalog.cjk_search(cjk, params.depth))
-        found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in vector_hits}
-        for cid, _ in keyword_hits:
-            found_by[cid] = (*found_by.get(cid, ()), "keyword")
         cosine = dict(vector_hits)
         if use_vectors:
             assert vectors is not None and query_vector is not None
             # Keyword candidates get their cosine too: the threshold and the fusion use it.
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
             cosine.update(vectors.similarity(query_vector, unscored))
-        if params.fusion == "rrf":
-            fused = rrf(
-                [
-                    ([cid for cid, _ in vector_hits], params.vector_weight),
-                    ([cid for cid, _ in keyword_hits], params.keyword_weight),
-                ],
-                params.rrf_k,
-            )
-        else:
-            vector_scores = (
-                _with_heads(catalog, vectors, query_vector, cosine, params.head_weight)
-                if use_vectors
-                else {}
-            )
-            ran = int(use_vectors) + int(bool(terms) or cjk is not None)
-            fused = convex(
-                vector_scores,
-                dict(keyword_hits),
-                vector_share=params.vector_share,
-                channels=ran,
-            )
-        ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
-        return _fetch_best(catalog, ranked, fused, cosine, found_by, top_k, score_threshold)
+        head_cosine: dict[int, float] = {}
+        heads: dict[int, int] = {}
+        if use_vectors and params.fusion != "rrf" and params.head_weight != 0:
+            assert vectors is not None and query_vector is not None
+            heads = catalog.head_ids(list(cosine))
+            missing = [h for h in set(heads.values()) if h not in cosine]
+            head_cosine = vectors.similarity(query_vector, missing)
+        ranking = fuse(
+            Candidates(
+                vector=vector_hits,
+                keyword=keyword_hits,
+                cosine=cosine,
+                heads=heads,
+                head_cosine=head_cosine,
+                vector_ran=use_vectors,
+                keyword_ran=bool(terms) or cjk is not None,
+            ),
+            params,
+        )
+        return best_hits(catalog.fetch, ranking, top_k, score_threshold)
 
 
 def _merged(
@@ -217,49 +213,99 @@ def _merged(
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _with_heads(
-    catalog: Catalog,
-    vectors: VectorStore | None,
-    query_vector: npt.NDArray[np.float32] | None,
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the two channels proposed for one query, as any store gathers it.
+
+    ``vector`` and ``keyword`` are the channels' hits best first (cosine; BM25 score,
+    positive); ``cosine`` holds every candidate that has a vector, ``heads`` maps a
+    candidate to the first chunk of its file, and ``head_cosine`` the cosines of heads
+    that are not candidates themselves.
+    """
+
+    vector: Sequence[tuple[int, float]]
+    keyword: Sequence[tuple[int, float]]
+    cosine: Mapping[int, float]
+    heads: Mapping[int, int]
+    head_cosine: Mapping[int, float]
+    vector_ran: bool
+    keyword_ran: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Candidates in fused order, with what a hit reports of each."""
+
+    ranked: list[int]
+    fused: dict[int, float]
+    cosine: Mapping[int, float]
+    found_by: dict[int, tuple[str, ...]]
+
+
+def fuse(c: Candidates, params: SearchParams) -> Ranking:
+    """The fusion every store uses: the same code, so scores mean the same on each."""
+    found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in c.vector}
+    for cid, _ in c.keyword:
+        found_by[cid] = (*found_by.get(cid, ()), "keyword")
+    if params.fusion == "rrf":
+        fused = rrf(
+            [
+                ([cid for cid, _ in c.vector], params.vector_weight),
+                ([cid for cid, _ in c.keyword], params.keyword_weight),
+            ],
+            params.rrf_k,
+        )
+    else:
+        vector_scores = (
+            with_heads(c.cosine, c.heads, c.head_cosine, params.head_weight) if c.vector_ran else {}
+        )
+        fused = convex(
+            vector_scores,
+            dict(c.keyword),
+            vector_share=params.vector_share,
+            channels=int(c.vector_ran) + int(c.keyword_ran),
+        )
+    ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    return Ranking(ranked, fused, c.cosine, found_by)
+
+
+def with_heads(
     cosine: Mapping[int, float],
+    heads: Mapping[int, int],
+    head_cosine: Mapping[int, float],
     head_weight: float,
 ) -> dict[int, float]:
     """Each candidate's cosine plus ``head_weight`` times its file's first chunk's cosine."""
-    if head_weight == 0 or vectors is None or query_vector is None:
+    if head_weight == 0:
         return dict(cosine)
-    heads = catalog.head_ids(list(cosine))
-    missing = [h for h in set(heads.values()) if h not in cosine]
-    head_cosine = {**vectors.similarity(query_vector, missing), **cosine}
+    known = {**head_cosine, **cosine}
     return {
-        cid: cos + head_weight * head_cosine.get(heads.get(cid, cid), cos)
-        for cid, cos in cosine.items()
+        cid: cos + head_weight * known.get(heads.get(cid, cid), cos) for cid, cos in cosine.items()
     }
 
 
-def _fetch_best(
-    catalog: Catalog,
-    ranked: Sequence[int],
-    fused: Mapping[int, float],
-    cosine: Mapping[int, float],
-    found_by: Mapping[int, tuple[str, ...]],
+def best_hits(
+    fetch: Callable[[Sequence[int]], Mapping[int, StoredChunk]],
+    ranking: Ranking,
     top_k: int,
     score_threshold: float,
 ) -> list[Hit]:
     """Rows of the best ranked chunks that pass the threshold, a window at a time."""
     hits: list[Hit] = []
     window = max(2 * top_k, 20)
+    ranked = ranking.ranked
     for at in range(0, len(ranked), window):
         batch = ranked[at : at + window]
-        rows = catalog.fetch(batch)
+        rows = fetch(batch)
         for cid in batch:
             row = rows.get(cid)
             if row is None:  # a vector whose chunk was deleted after the file was saved
                 continue
-            score = cosine.get(cid)
-            channels = found_by[cid]
+            score = ranking.cosine.get(cid)
+            channels = ranking.found_by[cid]
             if score is not None and score < score_threshold and "keyword" not in channels:
                 continue
-            hits.append(Hit(row, score, fused[cid], channels))
+            hits.append(Hit(row, score, ranking.fused[cid], channels))
             if len(hits) == top_k:
                 return hits
     return hits

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -27,11 +28,11 @@ from pydantic import Field
 from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.store import Store, StoreConfig, open_store
 from micro_rag_mcp.tool_results import (
     FailedFile,
     IndexStatus,
@@ -79,7 +80,7 @@ READ_DESCRIPTION = (
 
 
 def _progress_sender(
-    ctx: Context[Engine], min_interval_s: float = 0.25
+    ctx: Context[Store], min_interval_s: float = 0.25
 ) -> Callable[[Progress], tuple[float, float, str] | None]:
     """Turn engine progress into MCP progress: one rising count, throttled.
 
@@ -170,12 +171,19 @@ class StrictTool(Tool):
         return await super().run(checked, context, convert_result)
 
 
-def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> MCPServer[Engine]:
-    """The MCP server for one folder; nothing starts until a client connects."""
+def build_server(
+    settings: Settings,
+    load_embedder: Callable[[], Embedder],
+    store: StoreConfig | None = None,
+    *,
+    folder: Path | None = None,
+) -> MCPServer[Store]:
+    """The MCP server for one folder (or the shared ``store``, indexing ``folder`` if
+    given); nothing starts until a client connects."""
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Engine]) -> AsyncIterator[Engine]:
-        engine = Engine(settings, load_embedder)
+    async def lifespan(_: MCPServer[Store]) -> AsyncIterator[Store]:
+        engine = open_store(settings, load_embedder, store, folder=folder)
         engine.start()
         try:
             yield engine
@@ -184,7 +192,7 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
                 await anyio.to_thread.run_sync(engine.stop)
 
     async def search(
-        ctx: Context[Engine],
+        ctx: Context[Store],
         query: Annotated[str, Field(min_length=1, description="What to look for.")],
         top_k: Annotated[int, Field(ge=1, le=50, description="How many passages.")] = 5,
         score_threshold: Annotated[
@@ -203,7 +211,7 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
         return search_result(outcome)
 
     async def reindex(
-        ctx: Context[Engine],
+        ctx: Context[Store],
         force: Annotated[
             bool, Field(description="Re-read and re-embed every file in scope.")
         ] = False,
@@ -234,7 +242,7 @@ def build_server(settings: Settings, load_embedder: Callable[[], Embedder]) -> M
         return reindex_result(report, path_glob, settings.exts)
 
     async def read(
-        ctx: Context[Engine],
+        ctx: Context[Store],
         path: Annotated[
             str, Field(min_length=1, description="File path relative to the data folder.")
         ],

@@ -1,0 +1,587 @@
+"""The index in Milvus: a chunks collection and a files collection, and every query on them.
+
+``NAME_chunks`` holds each chunk's text, citation fields, dense vector and a BM25 sparse
+vector that Milvus computes from the title and text (a BM25 function, no model). Every
+chunk carries the ``version`` of its file it belongs to. ``NAME_files`` holds one row per
+file (stamp, checksum, status, error) and its *current* version.
+
+Milvus has no transaction across entities, so a file changes in three steps: its new
+chunks are inserted under a new version, its file row is flipped to that version (one
+upsert of one entity), then the old version's chunks are deleted. Readers keep only
+chunks whose version is their file's current one, so a process killed at any instant
+leaves the old state or the new one visible, never both and never half.
+
+The run identity (vector space and chunking) is a property of the chunks collection;
+``check_identity`` refuses to mix another.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
+from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
+from micro_rag_mcp.search import STOPWORDS
+from micro_rag_mcp.store import StoreConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+IDENTITY_KEY = "micro_rag.identity"
+CONNECT_TIMEOUT_S = 5.0
+RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
+CREATE_WAIT_S = 30.0  # for a collection another worker is creating
+INSERT_BATCH = 256
+QUERY_BATCH = 500  # ids or paths per "in [...]" filter
+MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
+_SMALL_BYTES = 2048
+_NONE = -1  # stands for a missing line or page number
+_CHUNK_FIELDS = [
+    "id",
+    "path",
+    "version",
+    "chunk_index",
+    "char_start",
+    "char_end",
+    "line_start",
+    "line_end",
+    "page",
+    "text",
+    "section",
+    "locator",
+]
+_FILE_FIELDS = [
+    "path",
+    "ext",
+    "size",
+    "mtime_ns",
+    "checksum",
+    "status",
+    "error",
+    "version",
+    "previous",
+    "head_id",
+    "indexed_at",
+]
+# English text as FTS5's porter tokenizer sees it, where the server has the filters
+# (Milvus); milvus-lite tokenizes and lower-cases, and takes the stop words.
+ANALYZER: dict[str, Any] = {
+    "tokenizer": "standard",
+    "filter": [
+        "lowercase",
+        {"type": "stop", "stop_words": sorted(STOPWORDS)},
+        {"type": "stemmer", "language": "english"},
+    ],
+}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """A file as the files collection holds it: the catalog's record and its current version."""
+
+    record: FileRecord
+    version: int
+    previous: int = 0  # a version whose chunks may remain: the file's write did not end
+    head_id: int = -1  # the id of the file's first chunk at ``version`` (-1: none)
+    indexed_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHit:
+    """A chunk a channel found, with its score (cosine or BM25) and whose version it is."""
+
+    id: int
+    score: float
+    path: str
+    version: int
+
+
+def literal(text: str) -> str:
+    """A Milvus filter string literal for any text."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def _in(field: str, values: Iterable[str | int]) -> str:
+    items = ", ".join(literal(v) if isinstance(v, str) else str(int(v)) for v in values)
+    return f"{field} in [{items}]"
+
+
+def _batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _clip(text: str, limit: int = _SMALL_BYTES) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, on a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore")
+
+
+def new_version() -> int:
+    """A version number no earlier write of any file used (a path has one writer)."""
+    return time.time_ns()
+
+
+class MilvusIndex:
+    """One connection to the two collections of one index."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.chunks = f"{config.collection}_chunks"
+        self.files_name = f"{config.collection}_files"
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._seen = False  # the chunks collection exists
+
+    # -- connection ------------------------------------------------------------------
+
+    def connect(self) -> Any:
+        """The client, reaching the server and its database first if need be; or
+        StoreUnavailable, in one sentence."""
+        with self._lock:  # threads of one server share the connection
+            if self._client is None:
+                self._client = self._connected()
+            return self._client
+
+    def _connected(self) -> Any:
+        # pymilvus logs every failed call with its traceback at ERROR; ours says it once.
+        logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+        from pymilvus import MilvusClient
+
+        try:
+            client = MilvusClient(
+                uri=self.config.uri,
+                token=self.config.token,
+                db_name=self.config.database,
+                timeout=CONNECT_TIMEOUT_S,
+                # No keepalive pings while idle: a server that limits them (milvus-lite)
+                # sends an idle client away after a few, and its next call fails.
+                grpc_options={"grpc.keepalive_permit_without_calls": 0},
+            )
+            client.list_collections(timeout=CONNECT_TIMEOUT_S)
+        except Exception as e:
+            raise self._unavailable(e) from e
+        return client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception as e:
+                logger.debug("closing the store connection: %s", e)
+
+    def _unavailable(self, e: Exception) -> StoreUnavailable:
+        reason = getattr(e, "message", None) or str(e) or type(e).__name__
+        reason = " ".join(str(reason).split())[:300]
+        what = "cannot be reached" if _dropped(e) else "refused a request"
+        return StoreUnavailable(f"the store {self.config.url} {what} ({reason})")
+
+    def _call(self, fn: Callable[[Any], T], *, retry: bool = True) -> T:
+        """Run ``fn(client)``; any failure of the store is a StoreUnavailable.
+
+        A connection the server dropped (a restart, an idle channel it sent away) is made
+        again and the call tried again, unless ``retry`` is off: an insert that may have
+        landed must not land twice.
+        """
+        for attempt in range(1, RETRIES + 1):
+            client = self.connect()  # a server that cannot be reached is said at once
+            try:
+                return fn(client)
+            except Exception as e:
+                self.close()  # the next call connects again
+                if attempt == RETRIES or not retry or not _dropped(e):
+                    raise self._unavailable(e) from e
+                logger.info("the store connection was dropped (%s); connecting again", e)
+            time.sleep(0.2 * attempt)  # a moment for the server, or its restart
+        raise AssertionError("unreachable")
+
+    # -- collections -----------------------------------------------------------------
+
+    def exists(self) -> bool:
+        """Whether the chunks collection is there (once seen, taken as staying)."""
+        if not self._seen:
+            self._seen = bool(self._call(lambda c: c.has_collection(self.chunks)))
+        return self._seen
+
+    def identity(self) -> dict[str, str] | None:
+        """The run identity recorded with the chunks collection, or None (no collection)."""
+        if not self.exists():
+            return None
+        props = self._call(lambda c: c.describe_collection(self.chunks)).get("properties", {})
+        raw = props.get(IDENTITY_KEY)
+        return dict(json.loads(raw)) if raw else {}
+
+    def create(self, dimension: int, identity: dict[str, str]) -> None:
+        """Make both collections, recording ``identity`` (if they exist: nothing)."""
+        from pymilvus import DataType
+
+        def make(c: Any) -> None:
+            if not c.has_collection(self.files_name):
+                schema = c.create_schema(auto_id=False)
+                schema.add_field("path", DataType.VARCHAR, is_primary=True, max_length=4096)
+                for name in ("size", "mtime_ns", "version", "previous", "head_id"):
+                    schema.add_field(name, DataType.INT64)
+                for name in ("ext", "checksum", "status"):
+                    schema.add_field(name, DataType.VARCHAR, max_length=256)
+                schema.add_field("error", DataType.VARCHAR, max_length=_SMALL_BYTES)
+                schema.add_field("indexed_at", DataType.DOUBLE)
+                schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)  # Milvus needs one
+                index = c.prepare_index_params()
+                index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
+                index.add_index(field_name="status", index_type="INVERTED")  # the counts
+                _create(c, self.files_name, schema=schema, index_params=index)
+            if not c.has_collection(self.chunks):
+                _create(
+                    c,
+                    self.chunks,
+                    schema=self._chunk_schema(c, dimension),
+                    index_params=self._chunk_indexes(c),
+                    properties={IDENTITY_KEY: json.dumps(identity, sort_keys=True)},
+                )
+
+        self._call(make)
+
+    @staticmethod
+    def _chunk_schema(c: Any, dimension: int) -> Any:
+        from pymilvus import DataType, Function, FunctionType
+
+        schema = c.create_schema(auto_id=True)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field("path", DataType.VARCHAR, max_length=4096)
+        for name in ("version", "chunk_index", "char_start", "char_end"):
+            schema.add_field(name, DataType.INT64)
+        for name in ("line_start", "line_end", "page"):
+            schema.add_field(name, DataType.INT64)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
+        for name in ("section", "locator"):
+            schema.add_field(name, DataType.VARCHAR, max_length=_SMALL_BYTES)
+        schema.add_field(
+            "keywords",
+            DataType.VARCHAR,
+            max_length=MAX_TEXT_BYTES,
+            enable_analyzer=True,
+            analyzer_params=ANALYZER,
+        )
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
+        schema.add_function(
+            Function(
+                name="bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["keywords"],
+                output_field_names=["sparse"],
+            )
+        )
+        return schema
+
+    @staticmethod
+    def _chunk_indexes(c: Any) -> Any:
+        index = c.prepare_index_params()
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="IP")
+        # A file's chunks are found by path (a write's clean-up, read): never a scan.
+        index.add_index(field_name="path", index_type="INVERTED")
+        return index
+
+    def check_identity(self, ours: dict[str, str], keys: Sequence[str]) -> None:
+        """Refuse a store whose recorded ``keys`` of the identity differ from ``ours``."""
+        stored = self.identity()
+        if stored is None:
+            return
+        differ = [k for k in keys if stored.get(k) != ours.get(k)]
+        if differ:
+            theirs = ", ".join(f"{k} {stored.get(k)}" for k in differ)
+            mine = ", ".join(f"{k} {ours.get(k)}" for k in differ)
+            raise StoreMismatch(
+                f"the store {self.config.url} was indexed with {theirs}, not {mine}: "
+                "use another collection, or the settings it was made with"
+            )
+
+    def drop(self) -> None:
+        """Remove both collections (tests and benchmarks start clean)."""
+
+        def drop(c: Any) -> None:
+            for name in (self.chunks, self.files_name):
+                if c.has_collection(name):
+                    c.drop_collection(name)
+
+        self._call(drop)
+        self._seen = False
+
+    # -- files -----------------------------------------------------------------------
+
+    def files(self, status: str | None = None) -> dict[str, FileRow]:
+        """Every file row (or those of one status), by path."""
+        where = f"status == {literal(status)}" if status else 'path != ""'
+
+        def scan(c: Any) -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = []
+            it = c.query_iterator(
+                self.files_name, batch_size=1000, filter=where, output_fields=_FILE_FIELDS
+            )
+            try:
+                while batch := it.next():
+                    rows.extend(batch)
+            finally:
+                it.close()
+            return rows
+
+        return {r["path"]: _file_row(r) for r in self._call(scan)}
+
+    def file_rows(self, paths: Iterable[str]) -> dict[str, FileRow]:
+        wanted = sorted(set(paths))
+        rows: dict[str, FileRow] = {}
+        for batch in _batched(wanted):
+            found = self._call(
+                lambda c, b=batch: c.query(  # type: ignore[misc]
+                    self.files_name, filter=_in("path", b), output_fields=_FILE_FIELDS
+                )
+            )
+            rows.update((r["path"], _file_row(r)) for r in found)
+        return rows
+
+    def put_file(self, row: FileRow) -> None:
+        self.put_files([row])
+
+    def put_files(self, files: Sequence[FileRow]) -> None:
+        """Flip files to their versions (or record them): one upsert, one entity each.
+
+        A row's ``previous`` names the version whose chunks are still to be deleted (0:
+        none), so a pass killed before it deletes them leaves the next pass a note.
+        """
+        now = time.time()
+        rows = [
+            {
+                "path": f.record.path,
+                "ext": _clip(f.record.ext, 256),
+                "size": f.record.size,
+                "mtime_ns": f.record.mtime_ns,
+                "checksum": f.record.checksum or "",
+                "status": f.record.status,
+                "error": _clip(f.record.error or ""),
+                "version": f.version,
+                "previous": f.previous,
+                "head_id": f.head_id,
+                "indexed_at": now,
+                "unused": [0.0, 0.0],
+            }
+            for f in files
+        ]
+        for batch in _batched(rows, INSERT_BATCH):
+            self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
+
+    def drop_file(self, path: str) -> None:
+        self._call(lambda c: c.delete(self.files_name, filter=f"path == {literal(path)}"))
+
+    def count_files(self, status: str) -> int:
+        return self._count(self.files_name, f"status == {literal(status)}")
+
+    def count_chunks(self) -> int:
+        return self._count(self.chunks, "id >= 0")
+
+    def _count(self, collection: str, where: str) -> int:
+        rows = self._call(lambda c: c.query(collection, filter=where, output_fields=["count(*)"]))
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    # -- chunks ----------------------------------------------------------------------
+
+    def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Store chunk rows (``chunk_rows``), a few hundred per request; their new ids."""
+        ids: list[int] = []
+        for batch in _batched(rows, INSERT_BATCH):
+            done = self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
+            ids.extend(int(i) for i in done["ids"])
+        return ids
+
+    def delete_versions(self, paths: Sequence[tuple[str, int]]) -> None:
+        """Delete the chunks of each (path, version), in one request per hundred files."""
+        for batch in _batched(paths, 100):
+            where = " or ".join(f"(path == {literal(p)} and version == {int(v)})" for p, v in batch)
+            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
+
+    def delete_strays(self, paths: Sequence[tuple[str, int]]) -> None:
+        """Delete each path's chunks but those of its current version (0: all of them):
+        what a write killed before its flip left."""
+        for batch in _batched(paths, 100):
+            where = " or ".join(f"(path == {literal(p)} and version != {int(v)})" for p, v in batch)
+            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
+
+    def delete_chunks(self, path: str) -> None:
+        """Delete every chunk of one file."""
+        self._call(lambda c: c.delete(self.chunks, filter=f"path == {literal(path)}"))
+
+    def versions_of(self, path: str) -> set[int]:
+        rows = self._call(
+            lambda c: c.query(
+                self.chunks, filter=f"path == {literal(path)}", output_fields=["version"]
+            )
+        )
+        return {int(r["version"]) for r in rows}
+
+    # -- search ----------------------------------------------------------------------
+
+    def dense(self, vector: npt.NDArray[np.float32], limit: int) -> list[ChunkHit]:
+        found = self._call(
+            lambda c: c.search(
+                self.chunks,
+                data=[[float(x) for x in vector]],
+                anns_field="dense",
+                limit=limit,
+                output_fields=["path", "version"],
+                search_params={"metric_type": "IP"},
+            )
+        )
+        return [_hit(h, h["distance"]) for h in found[0]]
+
+    def keyword(self, text: str, limit: int) -> list[ChunkHit]:
+        """BM25 matches of ``text`` (milvus-lite reports the score negated: taken as is)."""
+        found = self._call(
+            lambda c: c.search(
+                self.chunks,
+                data=[text],
+                anns_field="sparse",
+                limit=limit,
+                output_fields=["path", "version"],
+                search_params={"metric_type": "BM25"},
+            )
+        )
+        return [_hit(h, abs(h["distance"])) for h in found[0]]
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for batch in _batched(list(ids)):
+            rows = self._call(
+                lambda c, b=batch: c.query(  # type: ignore[misc]
+                    self.chunks, filter=_in("id", b), output_fields=["id", "dense"]
+                )
+            )
+            out.update((int(r["id"]), list(r["dense"])) for r in rows)
+        return out
+
+    def chunk_rows(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for batch in _batched(list(ids)):
+            rows.extend(
+                self._call(
+                    lambda c, b=batch: c.query(  # type: ignore[misc]
+                        self.chunks, filter=_in("id", b), output_fields=_CHUNK_FIELDS
+                    )
+                )
+            )
+        return rows
+
+    def file_chunk_rows(self, path: str, version: int) -> list[dict[str, Any]]:
+        """Every chunk of one file's version, in order."""
+        where = f"path == {literal(path)} and version == {int(version)}"
+        rows = self._call(lambda c: c.query(self.chunks, filter=where, output_fields=_CHUNK_FIELDS))
+        return sorted(rows, key=lambda r: int(r["chunk_index"]))
+
+
+def chunk_rows(
+    path: str,
+    version: int,
+    title: str,
+    chunks: Sequence[NewChunk],
+    vectors: npt.NDArray[np.float32],
+) -> list[dict[str, Any]]:
+    """One file's chunks as rows of the chunks collection."""
+    return [
+        {
+            "path": path,
+            "version": version,
+            "chunk_index": c.chunk_index,
+            "char_start": c.char_start,
+            "char_end": c.char_end,
+            "line_start": _NONE if c.line_start is None else c.line_start,
+            "line_end": _NONE if c.line_end is None else c.line_end,
+            "page": _NONE if c.page is None else c.page,
+            "text": c.text,
+            "section": _clip(c.section or ""),
+            "locator": _clip(c.locator or ""),
+            "keywords": _clip(f"{title}\n{c.text}", MAX_TEXT_BYTES),
+            "dense": [float(x) for x in v],
+        }
+        for c, v in zip(chunks, vectors, strict=True)
+    ]
+
+
+def _dropped(e: Exception) -> bool:
+    """Whether a failure is the connection's, not the request's."""
+    from pymilvus.exceptions import ConnectError, MilvusUnavailableException
+
+    text = str(e).lower()
+    return isinstance(e, ConnectError | MilvusUnavailableException) or any(
+        word in text for word in ("unavailable", "goaway", "connect", "closed")
+    )
+
+
+def _create(c: Any, name: str, **kw: Any) -> None:
+    """Create a collection, unless another worker is doing it (then wait for theirs)."""
+    try:
+        c.create_collection(name, consistency_level="Strong", **kw)
+    except Exception:
+        deadline = time.monotonic() + CREATE_WAIT_S
+        while not c.has_collection(name):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _hit(h: dict[str, Any], score: float) -> ChunkHit:
+    entity = h.get("entity", {})
+    return ChunkHit(int(h["id"]), float(score), str(entity["path"]), int(entity["version"]))
+
+
+def _file_row(r: dict[str, Any]) -> FileRow:
+    record = FileRecord(
+        str(r["path"]),
+        str(r["ext"]),
+        int(r["size"]),
+        int(r["mtime_ns"]),
+        str(r["checksum"]) or None,
+        str(r["status"]),
+        str(r["error"]) or None,
+    )
+    return FileRow(
+        record, int(r["version"]), int(r["previous"]), int(r["head_id"]), float(r["indexed_at"])
+    )
+
+
+def stored_chunk(row: dict[str, Any], file: FileRecord) -> StoredChunk:
+    """A chunk row joined with its file, as search and read return it."""
+
+    def maybe(value: Any) -> int | None:
+        return None if int(value) == _NONE else int(value)
+
+    return StoredChunk(
+        id=int(row["id"]),
+        path=file.path,
+        ext=file.ext,
+        mtime_ns=file.mtime_ns,
+        chunk_index=int(row["chunk_index"]),
+        char_start=int(row["char_start"]),
+        char_end=int(row["char_end"]),
+        line_start=maybe(row["line_start"]),
+        line_end=maybe(row["line_end"]),
+        page=maybe(row["page"]),
+        text=str(row["text"]),
+        size=file.size,
+        section=str(row["section"]) or None,
+        locator=str(row["locator"]) or None,
+    )

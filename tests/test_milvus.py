@@ -1,0 +1,348 @@
+"""The Milvus store: the same tools and guarantees as the embedded index, over the network.
+
+Every test runs against one real milvus-lite gRPC server (a subprocess started once for
+the module), through pymilvus's network client, each in a collection of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import ConfigError, StoreMismatch
+from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
+from micro_rag_mcp.milvus_engine import MilvusEngine
+from micro_rag_mcp.milvus_store import MilvusIndex
+from micro_rag_mcp.store import in_shard, parse_shard, parse_store_url
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine
+
+FILES = {
+    "fox.txt": "The quick brown fox jumps over the lazy dog.\n\nFoxes are clever animals.\n",
+    "notes/cats.md": "# Cats\n\nCats sleep most of the day. A cat purrs when content.\n",
+    "notes/garden.md": "# Garden\n\nTomatoes need six hours of sunlight and regular watering.\n",
+    "recipe.txt": "Knead the bread dough for ten minutes, then let it rise in a warm place.\n",
+    "ships.txt": "\n".join(
+        f"Line {i}: the airship Hindenburg crossed the ocean." for i in range(40)
+    ),
+}
+QUERIES = ["clever fox", "sleeping cats", "tomato sunlight", "bread dough", "Hindenburg ocean"]
+
+
+@pytest.fixture(scope="module")
+def milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServer]:
+    server = MilvusServer(tmp_path_factory.mktemp("milvus"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def write_folder(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+        os.utime(root / rel, ns=(10**18, 10**18))  # an old stamp: trusted at once
+    return root
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return write_folder(tmp_path / "docs", FILES)
+
+
+def restamp(path: Path, text: str) -> None:
+    path.write_text(text)
+    os.utime(path, ns=(2 * 10**18, 2 * 10**18))
+
+
+# -- addresses and shards --------------------------------------------------------------
+
+
+def test_store_url_names_host_port_database_and_collection() -> None:
+    config = parse_store_url("milvus://db.example:19530/team?collection=docs", "secret")
+    assert (config.host, config.port, config.database, config.collection) == (
+        "db.example",
+        19530,
+        "team",
+        "docs",
+    )
+    assert "secret" not in repr(config) and "secret" not in config.url
+    assert parse_store_url("milvus://h:1?collection=c").database == "default"
+    for wrong in (
+        "http://h:1/db?collection=c",
+        "milvus://h/db?collection=c",
+        "milvus://h:1/db",
+        "milvus://h:1/db?collection=a-b",
+        "milvus://u:p@h:1/db?collection=c",
+    ):
+        with pytest.raises(ConfigError, match="--store"):
+            parse_store_url(wrong)
+
+
+def test_the_token_comes_from_the_variable_the_flag_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = build_parser().parse_args(
+        ["--title", "T", "--inst", "I", "--store", "milvus://h:1/db?collection=c"]
+        + ["--store-token-env", "TEAM_MILVUS_TOKEN"]
+    )
+    monkeypatch.setenv("TEAM_MILVUS_TOKEN", "user:secret")
+    config = store_from_args(args)
+    assert config is not None and config.token == "user:secret"
+    monkeypatch.delenv("TEAM_MILVUS_TOKEN")
+    with pytest.raises(ConfigError, match="TEAM_MILVUS_TOKEN is not set"):
+        store_from_args(args)
+    no_store = build_parser().parse_args(["--title", "T", "--inst", "I"])
+    with pytest.raises(ConfigError, match="--data-folder is required"):
+        settings_from_args(no_store)
+    failed = cli("index", ".", "--shard", "1/2")
+    assert failed.returncode == 2 and "--shard applies only with --store" in failed.stderr
+
+
+def test_shards_split_every_path_to_exactly_one_owner() -> None:
+    assert parse_shard("2/3") == (2, 3)
+    for wrong in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(ConfigError, match="--shard"):
+            parse_shard(wrong)
+    paths = [f"dir{i % 7}/file{i}.txt" for i in range(300)]
+    owners = [[p for p in paths if in_shard(p, (i, 3))] for i in (1, 2, 3)]
+    assert sorted(sum(owners, [])) == sorted(paths)
+    assert all(len(share) > 50 for share in owners)  # a hash spreads them
+
+
+# -- parity with the embedded store ------------------------------------------------------
+
+
+def test_search_reindex_and_read_match_the_embedded_store(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    embedded = Engine(make_settings(folder, chunk_size=200, chunk_overlap=40), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(folder, milvus.config(), chunk_size=200, chunk_overlap=40)
+    try:
+        for step in range(3):
+            a, b = embedded.reindex(), store.reindex()
+            counts = lambda r: (  # noqa: E731
+                r.files_added,
+                r.files_updated,
+                r.files_removed,
+                r.files_unchanged,
+                r.chunks_total,
+            )
+            assert counts(a) == counts(b), step
+            for query in QUERIES:
+                ours, theirs = embedded.search(query, 5), store.search(query, 5)
+                assert not theirs.notices
+                assert [h.chunk.path for h in ours.hits][:2] == [h.chunk.path for h in theirs.hits][
+                    :2
+                ]
+                best = {(h.chunk.path, h.chunk.chunk_index): h.score for h in ours.hits}
+                for h in theirs.hits:
+                    key = (h.chunk.path, h.chunk.chunk_index)
+                    if key in best:
+                        assert h.score == pytest.approx(best[key], abs=1e-5)
+            for rel in sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.*")):
+                if "index" in rel.split("/"):
+                    continue
+                assert store.read(rel) == embedded.read(rel), rel
+            assert store.read("ships.txt", char_start=300, char_end=700) == embedded.read(
+                "ships.txt", char_start=300, char_end=700
+            )
+            if step == 0:  # then: one file changed, one gone, one new
+                restamp(folder / "recipe.txt", "Whisk the eggs with sugar until pale.")
+                (folder / "notes/garden.md").unlink()
+                restamp(folder / "new.md", "# Moon\n\nThe moon orbits the earth.")
+        assert store.state().files_indexed == 5
+        assert "notes/garden.md" not in {h.chunk.path for h in store.search("tomato").hits}
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_read_needs_no_copy_of_the_folder(milvus: MilvusServer, folder: Path) -> None:
+    config = milvus.config()
+    writer = store_engine(folder, config)
+    writer.reindex()
+    reader = MilvusEngine(
+        make_settings(folder.parent / "elsewhere"), FakeEmbedder, config, folder=None
+    )
+    passage = reader.read("notes/cats.md")
+    assert passage.text == FILES["notes/cats.md"].rstrip("\n")
+    assert passage.notices == []
+    hits = reader.search("cats purr").hits
+    assert hits and hits[0].chunk.path == "notes/cats.md"
+    with pytest.raises(Exception, match="no data folder"):
+        reader.reindex()
+
+
+# -- atomic per file ---------------------------------------------------------------------
+
+
+def visible_state(engine: MilvusEngine, rel: str, old: str, new: str) -> str:
+    """ "old" or "new": what read and search show of one file, checked to be one whole."""
+    text = engine.read(rel, max_chars=50_000).text
+    assert text in (old.rstrip("\n"), new.rstrip("\n")), f"{rel} shows a mix: {text[:80]!r}"
+    state = "old" if text == old.rstrip("\n") else "new"
+    for query in ("alpha bravo", "yankee zulu"):
+        for hit in engine.search(query, 50, 0.0).hits:
+            if hit.chunk.path == rel:
+                assert hit.chunk.text in (old if state == "old" else new), (rel, state)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("step", "n", "batch", "new_seen"),
+    [
+        ("mid-insert", 1, 64, 0),  # half of one batch's chunks are in
+        ("after-insert", 2, 1, 1),  # the second file's chunks are in, not yet current
+        ("after-flip", 1, 1, 1),  # the first file is current, its old chunks still there
+        ("after-flip", 3, 1, 3),
+        ("after-flip", 1, 64, 4),  # every file flipped in one request, none cleaned up
+    ],
+)
+def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
+    milvus: MilvusServer, tmp_path: Path, step: str, n: int, batch: int, new_seen: int
+) -> None:
+    old = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(4)}
+    new = {f"f{i}.txt": " ".join(["yankee zulu xray"] * 40) + f" file {i}" for i in range(4)}
+    data = write_folder(tmp_path / "docs", old)
+    url = milvus.url()
+    engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
+    engine.reindex()
+    for rel, text in new.items():
+        restamp(data / rel, text)
+    run_halting_worker(data, url, step, n, batch)
+    states = [visible_state(engine, rel, old[rel], new[rel]) for rel in old]
+    assert states.count("new") == new_seen
+    report = engine.reindex()  # a re-run finishes the job and clears what was left
+    assert report.files_updated == states.count("old")
+    for rel in old:
+        assert visible_state(engine, rel, old[rel], new[rel]) == "new"
+        current = engine.index.file_rows([rel])[rel].version
+        assert engine.index.versions_of(rel) == {current}
+
+
+# -- many workers, and servers beside them ----------------------------------------------
+
+
+def test_two_workers_on_disjoint_shards_cover_the_folder(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    workers = [store_engine(folder, milvus.config(config.collection, shard=(i, 2))) for i in (1, 2)]
+    reports = [None, None]
+
+    def run(i: int) -> None:
+        reports[i] = workers[i].reindex()  # type: ignore[call-overload]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    added = [r.files_added for r in reports]  # type: ignore[union-attr]
+    assert sum(added) == len(FILES) and all(added)
+    assert set(workers[0].index.files()) == set(FILES)
+    again = [w.reindex() for w in workers]
+    assert [r.files_unchanged for r in again] == added
+    (folder / "fox.txt").unlink()
+    owner = 0 if in_shard("fox.txt", (1, 2)) else 1
+    removed = [w.reindex().files_removed for w in workers]
+    assert removed[owner] == 1 and removed[1 - owner] == 0
+    assert "fox.txt" not in workers[0].index.files()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "micro_rag_mcp.cli", *args], capture_output=True, text=True
+    )
+
+
+def test_a_server_and_a_worker_side_by_side_with_the_real_model(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    url = milvus.url()
+    done = cli("index", str(folder), "--store", url, "--shard", "1/1")
+    assert done.returncode == 0, done.stderr
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "micro_rag_mcp", "--title", "Docs", "--inst", "Search.", "--store", url],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            out = await client.call_tool("search", {"query": "how long to knead dough"})
+            result = out.structured_content
+            assert result["results"][0]["path"] == "recipe.txt"  # type: ignore[index]
+            assert result["index"]["files_indexed"] == len(FILES)  # type: ignore[index]
+            top = result["results"][0]  # type: ignore[index]
+            read = await client.call_tool(
+                "read",
+                {"path": top["path"], "char_start": top["char_start"], "char_end": top["char_end"]},
+            )
+            assert "Knead the bread dough" in read.structured_content["text"]  # type: ignore[index]
+            refused = await client.call_tool("reindex", {})
+            assert refused.is_error and "no data folder" in str(refused.content)
+
+            restamp(folder / "recipe.txt", "Whisk the eggs with sugar until pale and fluffy.")
+            again = cli("index", str(folder), "--store", url)  # a worker, while serving
+            assert again.returncode == 0, again.stderr
+            out = await client.call_tool("search", {"query": "whisk eggs and sugar"})
+            hits = out.structured_content["results"]  # type: ignore[index]
+            assert hits[0]["path"] == "recipe.txt" and "Whisk" in hits[0]["snippet"]
+            out = await client.call_tool("search", {"query": "knead bread dough", "top_k": 10})
+            assert all("Knead" not in h["snippet"] for h in out.structured_content["results"])  # type: ignore[index]
+
+    anyio.run(main)
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+
+def test_an_unreachable_store_is_one_sentence_at_start_and_a_notice_in_search(
+    tmp_path: Path,
+) -> None:
+    url = f"milvus://127.0.0.1:{free_port()}/default?collection=docs"
+    started = subprocess.run(
+        [sys.executable, "-m", "micro_rag_mcp", "--title", "T", "--inst", "I", "--store", url],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert started.returncode == 1
+    assert started.stderr.strip().count("\n") == 0 and "cannot be reached" in started.stderr
+    assert "Traceback" not in started.stderr
+    engine = MilvusEngine(make_settings(tmp_path), FakeEmbedder, parse_store_url(url))
+    engine.load_model()
+    outcome = engine.search("anything")
+    assert outcome.hits == [] and any("cannot be reached" in n for n in outcome.notices)
+    failed = cli("search", str(tmp_path), "anything", "--store", url)
+    assert failed.returncode == 1 and "cannot be reached" in failed.stderr
+    assert "Traceback" not in failed.stderr
+
+
+def test_a_store_made_with_another_model_or_chunking_is_refused(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    store_engine(folder, config).reindex()
+    other_model = store_engine(folder, config, FakeEmbedder(model_id="another-model"))
+    with pytest.raises(StoreMismatch, match="another-model"):
+        other_model.reindex()
+    with pytest.raises(StoreMismatch, match="vector_space"):
+        other_model.search("fox")
+    other_chunks = store_engine(folder, config, chunk_size=300)
+    with pytest.raises(StoreMismatch, match="chunking"):
+        other_chunks.reindex()
+    assert MilvusIndex(config).count_files("ok") == len(FILES)  # nothing was mixed in

@@ -20,9 +20,13 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
     rel: str  # relative to the data folder, "/" separators
-    path: Path
+    where: str  # the path to open (a ``Path`` is made only for the files that are read)
     size: int
     mtime_ns: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +139,7 @@ def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile 
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return ScannedFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns)
+    return ScannedFile(rel, entry.path, st.st_size, st.st_mtime_ns)
 
 
 class PathGlob:

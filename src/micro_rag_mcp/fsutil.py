@@ -100,13 +100,15 @@ class WriterLock:
 
         Written in place over the old record, padded to its length, so a reader never
         finds the file empty or half one record and half another. Within one phase, at
-        most every ``report_every_s``: a pass over many unchanged files reports often.
+        most every ``report_every_s`` (a pass over many unchanged files reports often),
+        and its last record.
         """
         if self._fd is None:
             return
         phase, now = progress.get("phase"), time.monotonic()
         last_phase, last_at = self._reported
-        if phase == last_phase and now - last_at < self.report_every_s:
+        ends = progress.get("done") == progress.get("total")  # a phase's last record is kept
+        if phase == last_phase and now - last_at < self.report_every_s and not ends:
             return
         self._reported = (phase, now)
         body = json.dumps(progress, sort_keys=True)

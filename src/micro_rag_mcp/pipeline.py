@@ -216,6 +216,7 @@ def _embed(
                 pending.extend(fresh)
         if ended and tally.to_embed is None:
             tally.to_embed = done + len(pending) + catalog.count_chunks_after(cursor)
+            tally.publish()  # the phase is now embedding
         if not pending:
             if ended:
                 break

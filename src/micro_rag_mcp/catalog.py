@@ -294,6 +294,11 @@ class Catalog:
         )
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """Each file's recorded (size, mtime_ns): all a no-change reindex needs to know."""
+        rows = self._conn.execute("SELECT path, size, mtime_ns FROM files")
+        return {path: (size, mtime_ns) for path, size, mtime_ns in rows}
+
     def holds_under(self, folder: str) -> bool:
         """Whether any file is recorded under ``folder`` (relative, no trailing '/')."""
         row = self._conn.execute(

@@ -82,7 +82,7 @@ def sync_files(
     every ``QUIET_STEP``-th file skipped unchanged (a no-change pass stays cheap).
     """
     counts = counts if counts is not None else SyncCounts()
-    known = catalog.files()
+    known = catalog.stamps()
     listing = scan(scan_rules(settings), scope)
     found = listing.files
     on_disk = {f.rel for f in found}
@@ -120,14 +120,15 @@ def _sync_one(
     settings: Settings,
     read: Callable[[Path], Document],
     f: ScannedFile,
-    rec: FileRecord | None,
+    stamp: tuple[int, int] | None,
     force: bool,
     counts: SyncCounts,
 ) -> bool:
     """Bring one file in line; False if its stamp said it is unchanged (nothing was read)."""
-    if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
+    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
         counts.unchanged += 1
         return False
+    rec = catalog.file_record(f.rel) if stamp is not None else None
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
     try:

@@ -32,11 +32,43 @@ from pathlib import Path
 from bench.perf_common import Row
 
 SECTION = "indexing"
-WORDS = (
-    "ledger harbor invoice policy travel expense report quarter revenue margin supplier "
-    "contract river stone market orchard pump valve turbine sensor audit payroll lease "
-    "tariff freight cargo vessel dock crane permit zoning survey parcel boundary easement"
-).split()
+WORDS = [
+    "ledger",
+    "harbor",
+    "invoice",
+    "policy",
+    "travel",
+    "expense",
+    "report",
+    "quarter",
+    "revenue",
+    "margin",
+    "supplier",
+    "contract",
+    "river",
+    "stone",
+    "market",
+    "orchard",
+    "pump",
+    "valve",
+    "turbine",
+    "sensor",
+    "audit",
+    "payroll",
+    "lease",
+    "tariff",
+    "freight",
+    "cargo",
+    "vessel",
+    "dock",
+    "crane",
+    "permit",
+    "zoning",
+    "survey",
+    "parcel",
+    "boundary",
+    "easement",
+]
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -74,7 +106,7 @@ def run(args: argparse.Namespace) -> list[Row]:
         big = notes_folder(work, n_big)
         rows += no_change(big, work, n_big)
         rows += server_start(big, cached_index(big, work), n_big, full=False, fresh=False)
-    rows += indexing_memory(work, small, n_files, n_big)
+    rows += indexing_memory(work, small, n_files)
     return rows
 
 
@@ -135,9 +167,7 @@ def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
 # -- the server over stdio ---------------------------------------------------------------
 
 
-def server_start(
-    folder: Path, index: Path, n: int, *, full: bool, fresh: bool = True
-) -> list[Row]:
+def server_start(folder: Path, index: Path, n: int, *, full: bool, fresh: bool = True) -> list[Row]:
     """Times from process start, through the MCP interface."""
     import anyio
 
@@ -157,9 +187,7 @@ def server_start(
         ),
     ]
     if "vectors" in times:
-        rows.append(
-            Row(SECTION, f"start to all vectors, {label}", f"{times['vectors']:.0f} s")
-        )
+        rows.append(Row(SECTION, f"start to all vectors, {label}", f"{times['vectors']:.0f} s"))
     return rows
 
 
@@ -218,10 +246,10 @@ def no_change(folder: Path, work: Path, n: int) -> list[Row]:
 # -- memory --------------------------------------------------------------------------------
 
 
-def indexing_memory(work: Path, small: Path, n_small: int, n_big: int) -> list[Row]:
+def indexing_memory(work: Path, small: Path, n_small: int) -> list[Row]:
     rows = []
     tiny = notes_folder(work, 100)
-    cases = [(f"{100} files", tiny), (f"{n_small} files", small), ("one large DOCX", big_docx(work))]
+    cases = [("100 files", tiny), (f"{n_small} files", small), ("one large DOCX", big_docx(work))]
     for label, folder in cases:
         out = json.loads(_child("memory", folder, work / f"memory-{folder.name}"))
         rows.append(
@@ -233,7 +261,6 @@ def indexing_memory(work: Path, small: Path, n_small: int, n_big: int) -> list[R
                 f"reader process {out['reader_mb']:.0f} MB; {out['chunks']} chunks",
             )
         )
-    del n_big
     return rows
 
 

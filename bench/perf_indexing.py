@@ -84,6 +84,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="files of the big generated folder (0 skips it; built once, then cached)",
     )
     g.add_argument(
+        "--indexing-profile",
+        action="store_true",
+        help="also time each stage of a first index alone on the real folders",
+    )
+    g.add_argument(
         "--indexing-full",
         action="store_true",
         help="also time the server to all vectors on the generated folder (minutes)",
@@ -99,6 +104,8 @@ def run(args: argparse.Namespace) -> list[Row]:
     for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
         if folder is not None:
             rows += encoder_vs_pass(name, folder, work)
+            if args.indexing_profile:
+                rows += stage_profile(name, folder, work)
     small = notes_folder(work, n_files)
     rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
     rows += no_change(small, work, n_files)
@@ -146,6 +153,23 @@ def cached_index(folder: Path, work: Path) -> Path:
 
 
 # -- encoder alone vs. the whole pass ----------------------------------------------------
+
+
+def stage_profile(name: str, folder: Path, work: Path) -> list[Row]:
+    """Where the time of a first index goes: each stage alone, as a share of their sum."""
+    out = json.loads(_child("profile", folder, work / f"profile-{name}"))
+    seconds: dict[str, float] = out["seconds"]
+    total = sum(seconds.values())
+    return [
+        Row(
+            SECTION,
+            f"first index stage: {stage}, {name}",
+            f"{s:.1f} s",
+            "",
+            f"{100 * s / total:.0f}% of the stages' sum; {out['chunks']} chunks",
+        )
+        for stage, s in seconds.items()
+    ]
 
 
 def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
@@ -360,7 +384,51 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
             "pass_cps": report.chunks_embedded / pass_s,
             "encoder_cps": len(texts) / encoder_s,
         }
+    if what == "profile":
+        return _profile(settings, index)
     raise SystemExit(f"unknown measurement {what}")
+
+
+def _profile(settings: object, index: Path, sample: int = 256) -> dict[str, object]:
+    """Each stage of a first index alone, in seconds over the whole folder: reading (the
+    reader process: parse and round trip), chunking, storing (SQLite, FTS5, fsync),
+    tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
+    from micro_rag_mcp.catalog import Catalog, FileRecord
+    from micro_rag_mcp.embedder import load_embedder
+    from micro_rag_mcp.indexer import _extract, embedding_text, scan_rules
+    from micro_rag_mcp.isolation import IsolatedReader
+    from micro_rag_mcp.scanner import scan
+    from micro_rag_mcp.settings import Settings
+
+    assert isinstance(settings, Settings)
+    files = scan(scan_rules(settings)).files
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+        docs = [(f, reader.read(f.path, max_bytes=settings.max_file_bytes)) for f in files]
+    seconds["reading"] = time.perf_counter() - started
+    started = time.perf_counter()
+    chunked = [(f, _extract(doc, f.path, settings)[1]) for f, doc in docs]
+    seconds["chunking"] = time.perf_counter() - started
+    shutil.rmtree(index, ignore_errors=True)
+    index.mkdir(parents=True)
+    catalog = Catalog.open(index / "catalog.sqlite3")
+    started = time.perf_counter()
+    for f, chunks in chunked:
+        catalog.store_file(FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks)
+    seconds["storing"] = time.perf_counter() - started
+    catalog.close()
+    texts = [embedding_text(c.title, c.text) for _, chunks in chunked for c in chunks]
+    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+    started = time.perf_counter()
+    embedder._tokenizer.encode_batch(texts)  # the encoder's own first stage, alone
+    seconds["tokenizing"] = time.perf_counter() - started
+    part = texts[:: max(1, len(texts) // sample)][:sample]
+    started = time.perf_counter()
+    embedder.embed_documents(part)
+    per_chunk = (time.perf_counter() - started) / len(part)
+    seconds["encoder"] = per_chunk * len(texts) - seconds["tokenizing"]
+    return {"files": len(files), "chunks": len(texts), "seconds": seconds}
 
 
 def _embedded_texts(index: Path) -> list[str]:

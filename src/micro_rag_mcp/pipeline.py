@@ -234,6 +234,7 @@ def _embed(
         if time.monotonic() - last_save > save_every_s:
             _keep(vectors, reading.counts)
             last_save = time.monotonic()
+    tally.to_embed = done  # fewer than counted if chunks listed were replaced meanwhile
     if done:
         logger.info("embedded %d chunks", done)
     return done

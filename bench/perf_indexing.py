@@ -3,7 +3,8 @@ start-up through the MCP interface, no-change reindex, and memory while indexing
 
 - encoder alone vs. end-to-end first index on the same real folder, in chunks/s: the
   end-to-end pass is the server's own (``Engine.reindex`` with the real model, loaded
-  beforehand); the encoder alone then embeds that index's chunk texts in one call;
+  beforehand); the encoder alone then embeds that index's chunk texts in one call; two
+  rounds of each, alternating, the best of each;
 - the server over stdio on a generated folder (``--indexing-files``, fresh index): time
   from process start to the MCP handshake and to the first keyword answer, and with
   ``--indexing-full`` to all vectors (minutes: the encoder does every chunk);
@@ -198,7 +199,7 @@ def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
             f"first index end to end, {name}",
             f"{out['pass_cps']:.1f} chunks/s",
             ">= 0.85 x encoder",
-            f"ratio {ratio:.2f}; {out['pass_s']:.0f} s",
+            f"ratio {ratio:.2f}; best of 2 rounds, alternating with the encoder",
         ),
     ]
 
@@ -389,25 +390,27 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
         reader = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         return {"self_mb": usage, "reader_mb": reader, "chunks": report.chunks_total}
     if what == "encoder-vs-pass":
-        threads = len(os.sched_getaffinity(0))
-        embedder = load_embedder(threads=threads)
-        shutil.rmtree(index, ignore_errors=True)
-        engine = Engine(settings, lambda: embedder)
-        engine.load_model()
-        started = time.perf_counter()
-        report = engine.reindex()
-        pass_s = time.perf_counter() - started
-        engine.stop()
-        texts = _embedded_texts(index)
-        started = time.perf_counter()
-        embedder.embed_documents(texts)
-        encoder_s = time.perf_counter() - started
+        # Two rounds of each, alternating, best of each: machine load hits both alike.
+        embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+        passes, encoder = [], []
+        for _ in range(2):
+            shutil.rmtree(index, ignore_errors=True)
+            engine = Engine(settings, lambda: embedder)
+            engine.load_model()
+            started = time.perf_counter()
+            report = engine.reindex()
+            passes.append(report.chunks_embedded / (time.perf_counter() - started))
+            engine.stop()
+            texts = _embedded_texts(index)
+            started = time.perf_counter()
+            embedder.embed_documents(texts)
+            encoder.append(len(texts) / (time.perf_counter() - started))
         return {
             "files": report.files_added,
             "chunks": report.chunks_embedded,
-            "pass_s": pass_s,
-            "pass_cps": report.chunks_embedded / pass_s,
-            "encoder_cps": len(texts) / encoder_s,
+            "pass_cps": max(passes),
+            "encoder_cps": max(encoder),
+            "rounds": {"pass": passes, "encoder": encoder},
         }
     if what == "profile":
         return _profile(settings, index)

@@ -125,9 +125,10 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     eng.stop(timeout=0)  # asked to stop while the step runs
     embedder.gate.set()  # the step ends; the pass must not begin another
     eng.stop()
-    assert embedder.embedded == EMBED_BATCH
+    assert 0 < embedder.embedded <= EMBED_BATCH  # one step: the files read by then, 16 at most
     saved = VectorStore.load(data / "index" / "faiss.index", 64)
-    assert len(saved) == EMBED_BATCH and set(saved.ids().tolist()) <= chunk_ids(data / "index")
+    assert len(saved) == embedder.embedded
+    assert set(saved.ids().tolist()) <= chunk_ids(data / "index")
     assert not eng.state().indexing
 
 

@@ -229,7 +229,7 @@ def test_keyword_search_works_before_any_vector_exists(data: Path) -> None:
     paths = IndexPaths(data / "index")
     paths.folder.mkdir()
     cat = open_for_writing(paths)
-    sync_files(cat, None, eng.settings)
+    sync_files(cat, eng.settings)
     cat.close()
     outcome = eng.search("zeppelin", top_k=3)
     assert [h.chunk.path for h in outcome.hits] == ["a.txt"]

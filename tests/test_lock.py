@@ -112,3 +112,24 @@ def test_a_held_lock_means_a_reindex_runs_even_before_its_record(tmp_path: Path)
         holder.kill()
         holder.wait()
     assert not lock_is_held(path)
+
+
+def test_progress_record_is_written_for_each_phase_and_its_end_not_for_every_step(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "index.lock"
+    with WriterLock(path, report_every_s=3600) as lock:
+
+        def record(phase: str, done: int, total: int) -> dict[str, object] | None:
+            lock.report({"pid": lock.pid, "phase": phase, "done": done, "total": total})
+            return read_progress(path)
+
+        assert record("reading", 1, 10) == {
+            "pid": lock.pid,
+            "phase": "reading",
+            "done": 1,
+            "total": 10,
+        }
+        assert record("reading", 2, 10)["done"] == 1  # type: ignore[index]  # too soon
+        assert record("reading", 10, 10)["done"] == 10  # type: ignore[index]  # the phase's end
+        assert record("embedding", 0, 5)["phase"] == "embedding"  # type: ignore[index]

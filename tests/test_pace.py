@@ -63,3 +63,11 @@ def test_the_server_logs_a_long_pass_at_info(
     lines = [r.getMessage() for r in caplog.records if r.name == "micro_rag_mcp.writer"]
     assert "reading files: 3 of 3" in lines
     assert any(line.startswith("embedding chunks: 3 of 3; 3 files read") for line in lines)
+
+
+def test_while_reading_the_line_tells_the_chunks_embedded_meanwhile() -> None:
+    clock, lines = Clock(), []
+    log = ProgressLog(lines.append, 10.0, clock)
+    clock.now += 20
+    log(Progress("reading", 50, 100, embedded=320))
+    assert lines == ["reading files: 50 of 100 (2.5 files/s, about 20 s left); 320 chunks embedded"]

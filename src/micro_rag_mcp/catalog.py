@@ -249,6 +249,12 @@ class Catalog:
             raise CatalogCorrupt("catalog is not created yet")
         return cls(conn, path)
 
+    def another(self) -> Catalog:
+        """A second connection to this catalog, for another thread of work."""
+        conn = _connect(self.path)
+        conn.execute("PRAGMA synchronous = FULL")  # a setting of each connection
+        return Catalog(conn, self.path)
+
     def close(self) -> None:
         self._conn.close()
 
@@ -305,6 +311,11 @@ class Catalog:
             "SELECT path, ext, size, mtime_ns, checksum, status, error FROM files"
         )
         return {r[0]: FileRecord(*r) for r in rows}
+
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """Each file's recorded (size, mtime_ns): all a no-change reindex needs to know."""
+        rows = self._conn.execute("SELECT path, size, mtime_ns FROM files")
+        return {path: (size, mtime_ns) for path, size, mtime_ns in rows}
 
     def holds_under(self, folder: str) -> bool:
         """Whether any file is recorded under ``folder`` (relative, no trailing '/')."""
@@ -407,6 +418,17 @@ class Catalog:
 
     def chunk_ids(self) -> list[int]:
         return [int(r[0]) for r in self._conn.execute("SELECT id FROM chunks ORDER BY id")]
+
+    def chunk_ids_after(self, after: int, limit: int) -> list[int]:
+        """Up to ``limit`` chunk ids above ``after``, in order: chunks stored since then."""
+        rows = self._conn.execute(
+            "SELECT id FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+        )
+        return [int(r[0]) for r in rows]
+
+    def count_chunks_after(self, after: int) -> int:
+        row = self._conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (after,)).fetchone()
+        return int(row[0])
 
     def chunk_texts(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
         """Title and text of the given chunk ids that still exist."""

@@ -52,12 +52,14 @@ class WriterLock:
     holder that was killed stays behind, so it is believed only while the lock is held.
     """
 
-    def __init__(self, path: Path, *, patience_s: float = 2.0) -> None:
+    def __init__(self, path: Path, *, patience_s: float = 2.0, report_every_s: float = 0.2) -> None:
         self.path = path
         self.pid = os.getpid()
         self.patience_s = patience_s  # how long readers probing the lock may delay us
+        self.report_every_s = report_every_s
         self._fd: int | None = None
         self._width = 0
+        self._reported: tuple[object, float] = (None, 0.0)  # phase and time of the last write
 
     def acquire(self) -> None:
         """Take the lock or raise IndexBusy; never waits for a running reindex.
@@ -97,10 +99,18 @@ class WriterLock:
         """Overwrite the progress record (best effort: a full disk must not stop indexing).
 
         Written in place over the old record, padded to its length, so a reader never
-        finds the file empty or half one record and half another.
+        finds the file empty or half one record and half another. Within one phase, at
+        most every ``report_every_s`` (a pass over many unchanged files reports often),
+        and its last record.
         """
         if self._fd is None:
             return
+        phase, now = progress.get("phase"), time.monotonic()
+        last_phase, last_at = self._reported
+        ends = progress.get("done") == progress.get("total")  # a phase's last record is kept
+        if phase == last_phase and now - last_at < self.report_every_s and not ends:
+            return
+        self._reported = (phase, now)
         body = json.dumps(progress, sort_keys=True)
         line = (body.ljust(self._width - 1) + "\n").encode()
         self._width = max(self._width, len(line))

@@ -1,11 +1,10 @@
-"""Bringing the index in line with the folder: read what changed, then embed what lacks a vector.
+"""Bringing the index in line with the folder: read what changed, and what a vector is.
 
-Two passes, both restartable at any instant:
-
-1. ``sync_files`` walks the folder and, file by file, replaces the catalog's chunks in
-   one transaction. Keyword search sees each file as soon as it commits.
-2. ``embed_missing`` enforces the invariant: every chunk in the catalog has a vector,
-   computed from its stored text if missing, and no vector outlives its chunk.
+``sync_files`` walks the folder and, file by file, replaces the catalog's chunks in one
+transaction; keyword search sees each file as soon as it commits. ``reconcile`` enforces
+the vectors' invariant: no vector outlives its chunk, and it names the chunks that lack
+one, which ``pipeline`` embeds from their stored text while files are still being read.
+Both are restartable at any instant.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from micro_rag_mcp.vectors import VectorStore
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 16  # chunks embedded per step: a stop waits for one step (a few seconds at most)
+QUIET_STEP = 1024  # files skipped unchanged between two progress reports
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
 VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text
 
@@ -44,6 +44,16 @@ class SyncCounts:
     unchanged: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     stale: list[int] = field(default_factory=list)  # chunk ids replaced or removed
+
+    def take_stale(self) -> list[int]:
+        """The stale ids gathered so far, leaving the list to gather more.
+
+        Safe while another thread appends: only what was there is taken away.
+        """
+        n = len(self.stale)
+        taken = self.stale[:n]
+        del self.stale[:n]
+        return taken
 
 
 def scan_rules(settings: Settings) -> ScanRules:
@@ -58,40 +68,39 @@ def scan_rules(settings: Settings) -> ScanRules:
 
 def sync_files(
     catalog: Catalog,
-    vectors: VectorStore | None,
     settings: Settings,
     *,
     scope: Scope | None = None,
     force: bool = False,
     progress: ProgressFn | None = None,
+    counts: SyncCounts | None = None,
 ) -> SyncCounts:
-    """Make the catalog match the files in scope; old vectors of changed files are dropped."""
-    counts = SyncCounts()
-    known = catalog.files()
+    """Make the catalog match the files in scope, file by file.
+
+    The ids of the chunks replaced or removed gather in ``counts.stale``: their vectors
+    are the caller's to drop. ``progress`` hears of every file read or removed, and of
+    every ``QUIET_STEP``-th file skipped unchanged (a no-change pass stays cheap).
+    """
+    counts = counts if counts is not None else SyncCounts()
+    known = catalog.stamps()
     listing = scan(scan_rules(settings), scope)
     found = listing.files
     gone = gone_paths(known, listing, scope)
     total = len(found) + len(gone)
-    try:
-        for done, rel in enumerate(gone, 1):
-            _forget(catalog, counts, rel)
-            counts.removed += 1
-            if progress:
-                progress(Progress("reading", done, total, rel))
-        with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+    for done, rel in enumerate(gone, 1):
+        _forget(catalog, counts, rel)
+        counts.removed += 1
+        if progress:
+            progress(Progress("reading", done, total, rel))
+    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
 
-            def read(path: Path) -> Document:
-                return reader.read(path, max_bytes=settings.max_file_bytes)
+        def read(path: Path) -> Document:
+            return reader.read(path, max_bytes=settings.max_file_bytes)
 
-            for done, f in enumerate(found, len(gone) + 1):
-                _sync_one(catalog, settings, read, f, known.get(f.rel), force, counts)
-                if progress:
-                    progress(Progress("reading", done, total, f.rel))
-    finally:
-        # One pass over the vectors for the whole run: removing from a flat index costs
-        # a scan of it. Until then search skips these ids (their chunks are gone).
-        if vectors is not None:
-            vectors.remove(counts.stale)
+        for done, f in enumerate(found, len(gone) + 1):
+            was_read = _sync_one(catalog, settings, read, f, known.get(f.rel), force, counts)
+            if progress and (was_read or done % QUIET_STEP == 0 or done == total):
+                progress(Progress("reading", done, total, f.rel))
     return counts
 
 
@@ -106,13 +115,15 @@ def _sync_one(
     settings: Settings,
     read: Callable[[Path], Document],
     f: ScannedFile,
-    rec: FileRecord | None,
+    stamp: tuple[int, int] | None,
     force: bool,
     counts: SyncCounts,
-) -> None:
-    if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
+) -> bool:
+    """Bring one file in line; False if its stamp said it is unchanged (nothing was read)."""
+    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
         counts.unchanged += 1
-        return
+        return False
+    rec = catalog.file_record(f.rel) if stamp is not None else None
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
     try:
@@ -122,16 +133,16 @@ def _sync_one(
             if rec is not None:
                 _forget(catalog, counts, f.rel)
                 counts.removed += 1
-            return
+            return True
         failed = failure_record(f, ext, size, e)
         _store(catalog, counts, failed, [])
         counts.failed.append((f.rel, failed.error or ""))
-        return
+        return True
     checksum = text_checksum(text)
     if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
         catalog.touch_file(f.rel, size, f.mtime_ns)
         counts.unchanged += 1
-        return
+        return True
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
     _store(catalog, counts, record, chunks)
     if rec is None:
@@ -139,6 +150,7 @@ def _sync_one(
     else:
         counts.updated += 1
     logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+    return True
 
 
 def gone_paths(known: Iterable[str], listing: ScanResult, scope: Scope | None) -> list[str]:
@@ -251,8 +263,9 @@ def vector_space(embedder: Embedder) -> str:
     return f"{embedder.model_id};{VECTOR_RECIPE}"
 
 
-def reconcile(catalog: Catalog, vectors: VectorStore) -> list[int]:
-    """Drop vectors whose chunk is gone; return the chunk ids that lack a vector."""
+def reconcile(catalog: Catalog, vectors: VectorStore) -> tuple[list[int], int]:
+    """Drop vectors whose chunk is gone; return the chunk ids that lack a vector, and the
+    highest chunk id seen (chunks stored later have higher ids)."""
     import numpy as np
 
     chunk_ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
@@ -261,39 +274,6 @@ def reconcile(catalog: Catalog, vectors: VectorStore) -> list[int]:
     if orphans.size:
         vectors.remove(orphans.tolist())
         logger.info("dropped %d vectors whose chunks are gone", orphans.size)
-    return [int(i) for i in np.setdiff1d(chunk_ids, vector_ids, assume_unique=True)]
-
-
-def embed_missing(
-    catalog: Catalog,
-    vectors: VectorStore,
-    embedder: Embedder,
-    *,
-    progress: ProgressFn | None = None,
-    save_every_s: float = 30.0,
-) -> int:
-    """Give every chunk a vector; save the store now and then and at the end. Returns count."""
-    missing = reconcile(catalog, vectors)
-    if missing:
-        logger.info("embedding %d chunks", len(missing))
-    done = 0
-    last_save = time.monotonic()
-    for i in range(0, len(missing), EMBED_BATCH):
-        texts = catalog.chunk_texts(missing[i : i + EMBED_BATCH])
-        ids = list(texts)
-        if ids:
-            inputs = [embedding_text(*texts[c]) for c in ids]
-            vectors.add(ids, embedder.embed_documents(inputs))
-        done += len(ids)
-        if progress:
-            progress(Progress("embedding", min(i + EMBED_BATCH, len(missing)), len(missing)))
-        if time.monotonic() - last_save > save_every_s:
-            vectors.refresh_graph()
-            vectors.save()
-            last_save = time.monotonic()
-    vectors.refresh_graph()  # the approximate search graph, from its size on (see ann.py)
-    if vectors.dirty or not vectors.path.exists():
-        vectors.save()
-    if missing:
-        logger.info("embedded %d chunks", done)
-    return done
+    missing = np.setdiff1d(chunk_ids, vector_ids, assume_unique=True)
+    high = int(chunk_ids[-1]) if chunk_ids.size else 0
+    return missing.tolist(), high

@@ -47,7 +47,8 @@ class Pace:
         return None if rate is None or p is None else max(0, p.total - p.done) / rate
 
     def line(self) -> str:
-        """``embedding chunks: 1200 of 11640 (40.1/s, about 4 min left); 5183 files read``"""
+        """``embedding chunks: 1200 of 11640 (40.1/s, about 4 min left); 5183 files read``,
+        or ``reading files: 5183 of 9000 (...); 1200 chunks embedded``"""
         p = self.current
         if p is None:
             return "starting"
@@ -58,6 +59,8 @@ class Pace:
             words += f" ({rate:.3g} {unit}/s, about {duration(left)} left)"
         if p.phase != "reading" and self.files is not None:
             words += f"; {self.files[0]} files read"
+        elif p.phase == "reading" and p.embedded:
+            words += f"; {p.embedded} chunks embedded"  # embedding runs while files are read
         return words
 
 

@@ -20,6 +20,7 @@ class Progress:
     total: int
     item: str = ""
     waiting_for: str = ""  # the pass a caller waits for ("start-up"), or "" for its own
+    embedded: int = 0  # chunks this pass has embedded so far; embedding runs while reading
 
 
 ProgressFn = Callable[[Progress], None]

@@ -20,9 +20,13 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
     rel: str  # relative to the data folder, "/" separators
-    path: Path
+    where: str  # the path to open (a ``Path`` is made only for the files that are read)
     size: int
     mtime_ns: int
+
+    @property
+    def path(self) -> Path:
+        return Path(self.where)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,10 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
             local = inherited + read_rule_files(Path(folder), prefix)
 
         def left_out(rel: str, is_dir: bool, local: list[Rule] = local) -> bool:
-            return ignored(always, rel, is_dir) or ignored(local, rel, is_dir)
+            # --exclude wins over the folder's own rules, even over their "!pattern"
+            return bool(always and ignored(always, rel, is_dir)) or bool(
+                local and ignored(local, rel, is_dir)
+            )
 
         for entry in entries:
             name = entry.name
@@ -102,7 +109,8 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
                 ):
                     stack.append((entry.path, rel + "/", local))
                 continue
-            if os.path.splitext(name)[1].lower() not in rules.exts:
+            dot = name.rfind(".")  # the extension, as splitext finds it (no leading dot here)
+            if dot <= 0 or name[dot:].lower() not in rules.exts:
                 continue
             if scope is not None and not scope.matches(rel):
                 continue
@@ -114,6 +122,8 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
 
 
 def _encodable(name: str, folder: str) -> bool:
+    if name.isascii():
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -135,7 +145,7 @@ def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile 
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    return ScannedFile(rel, Path(entry.path), st.st_size, st.st_mtime_ns)
+    return ScannedFile(rel, entry.path, st.st_size, st.st_mtime_ns)
 
 
 class PathGlob:

@@ -1,9 +1,10 @@
 """This process's reindex passes: one at a time, and the server's own never refuse a client.
 
 A pass takes this process's turn, then the index's lock (``index.lock``, shared with other
-processes), reads what changed and embeds what lacks a vector. The server's own passes
-(the start-up pass, a refresh) run in the background: a client's reindex that arrives
-during one waits for it, is shown its progress, then runs. ``IndexBusy`` is only for a
+processes), reads what changed and embeds what lacks a vector, both at once
+(``pipeline``). The server's own passes (the start-up pass, a refresh) run in the
+background: a client's reindex that arrives during one waits for it, is shown its
+progress, then runs. ``IndexBusy`` is only for a
 second client pass while one runs or waits here, and for any pass while another process
 holds the lock.
 
@@ -21,13 +22,12 @@ import time
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexWriteError, Stopped
 from micro_rag_mcp.fsutil import WriterLock, describe_holder
-from micro_rag_mcp.indexer import embed_missing, sync_files
 from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
+from micro_rag_mcp.pipeline import Model, read_and_embed
 from micro_rag_mcp.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.scanner import Scope
 from micro_rag_mcp.settings import Settings
@@ -163,45 +163,38 @@ class Writer:
         catalog = open_for_writing(self.paths)
         try:
             self._check_chunking(catalog)
-            loaded = self._model.get(0.0)
-            vectors = self._vectors.for_writer(catalog, loaded) if loaded is not None else None
-            counts = sync_files(
-                catalog, vectors, self.settings, scope=scope, force=force, progress=report
+            model = Model(
+                wait=self._model.get,
+                failed=lambda: self._model.state is ModelState.FAILED,
+                vectors_for=lambda embedder: self._vectors.for_writer(catalog, embedder),
             )
-            embedded = 0
-            embedder = self._wait_for_model()
-            if embedder is not None:
-                vectors = self._vectors.for_writer(catalog, embedder)
-                try:
-                    embedded = embed_missing(
-                        catalog, vectors, embedder, progress=report, save_every_s=self.save_every_s
-                    )
-                except Stopped:
-                    vectors.save()  # keep what was embedded; the next pass embeds the rest
-                    raise
-                self._vectors.count(catalog, catalog.stats(), vectors)
+            result = read_and_embed(
+                catalog,
+                self.settings,
+                model,
+                scope=scope,
+                force=force,
+                progress=report,
+                stop=self._stop,
+                save_every_s=self.save_every_s,
+            )
+            stats = catalog.stats()
+            if result.vectors is not None:
+                self._vectors.count(catalog, stats, result.vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
+            counts = result.counts
             return ReindexReport(
                 files_added=counts.added,
                 files_updated=counts.updated,
                 files_removed=counts.removed,
                 files_unchanged=counts.unchanged,
                 files_failed=failed,
-                chunks_total=catalog.stats().chunks,
-                chunks_embedded=embedded,
+                chunks_total=stats.chunks,
+                chunks_embedded=result.embedded,
                 elapsed_ms=int((time.monotonic() - started) * 1000),
             )
         finally:
             catalog.close()
-
-    def _wait_for_model(self) -> Embedder | None:
-        """The model once its load has ended (None if it failed), looking for a stop meanwhile."""
-        while True:
-            embedder = self._model.get(POLL_S)
-            if embedder is not None or self._model.state is ModelState.FAILED:
-                return embedder
-            if self._stop.is_set():
-                raise Stopped("the server is stopping")
 
     def _check_chunking(self, catalog: Catalog) -> None:
         stored = catalog.get_meta("chunking")

@@ -1,0 +1,475 @@
+"""The indexing section of ``bench.perf``: a first index against the encoder's own speed,
+start-up through the MCP interface, no-change reindex, and memory while indexing.
+
+- encoder alone vs. end-to-end first index on the same real folder, in chunks/s: the
+  end-to-end pass is the server's own (``Engine.reindex`` with the real model, loaded
+  beforehand); the encoder alone then embeds that index's chunk texts in one call; two
+  rounds of each, alternating, the best of each;
+- the server over stdio on a generated folder (``--indexing-files``, fresh index): time
+  from process start to the MCP handshake and to the first keyword answer, and with
+  ``--indexing-full`` to all vectors (minutes: the encoder does every chunk);
+- no-change reindex on the generated folders, in process, nothing to embed (the cached
+  index carries vectors of a stand-in encoder, so reconciling them is real work);
+- first keyword answer from the server on ``--indexing-big`` files, on the cached index;
+- peak RSS of a reindex pass (its process and its reader process) on small and big
+  folders and on one very large DOCX.
+
+Generated folders and their indexes are cached under ``--work``: the first run builds the
+big one once (several minutes), later runs reuse it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.perf_common import Row
+
+SECTION = "indexing"
+WORDS = [
+    "ledger",
+    "harbor",
+    "invoice",
+    "policy",
+    "travel",
+    "expense",
+    "report",
+    "quarter",
+    "revenue",
+    "margin",
+    "supplier",
+    "contract",
+    "river",
+    "stone",
+    "market",
+    "orchard",
+    "pump",
+    "valve",
+    "turbine",
+    "sensor",
+    "audit",
+    "payroll",
+    "lease",
+    "tariff",
+    "freight",
+    "cargo",
+    "vessel",
+    "dock",
+    "crane",
+    "permit",
+    "zoning",
+    "survey",
+    "parcel",
+    "boundary",
+    "easement",
+]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("indexing")
+    g.add_argument(
+        "--indexing-files", type=int, default=10_000, help="files of the generated folder"
+    )
+    g.add_argument(
+        "--indexing-big",
+        type=int,
+        default=100_000,
+        help="files of the big generated folder (0 skips it; built once, then cached)",
+    )
+    g.add_argument(
+        "--indexing-profile",
+        action="store_true",
+        help="also time each stage of a first index alone on the real folders",
+    )
+    g.add_argument(
+        "--indexing-full",
+        action="store_true",
+        help="also time the server to all vectors on the generated folder (minutes)",
+    )
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    work: Path = args.work / "indexing"
+    work.mkdir(parents=True, exist_ok=True)
+    n_files = 1_000 if args.quick else args.indexing_files
+    n_big = 0 if args.quick else args.indexing_big
+    rows: list[Row] = []
+    for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
+        if folder is not None:
+            rows += encoder_vs_pass(name, folder, work)
+            if args.indexing_profile:
+                rows += stage_profile(name, folder, work)
+    small = notes_folder(work, n_files)
+    rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
+    rows += no_change(small, work, n_files)
+    if n_big:
+        big = notes_folder(work, n_big)
+        rows += no_change(big, work, n_big)
+        rows += server_start(big, catalog_copy(big, work), n_big, full=False, fresh=False)
+    rows += indexing_memory(work, small, n_files)
+    return rows
+
+
+# -- generated folders -------------------------------------------------------------------
+
+
+def notes_folder(work: Path, n: int) -> Path:
+    """``n`` one-paragraph text files, 100 to a folder; made once, then reused."""
+    folder = work / f"notes-{n}"
+    done = folder / ".complete"  # hidden: never indexed
+    if done.exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    rng = random.Random(n)
+    for i in range(n):
+        sub = folder / f"d{i // 100:04d}"
+        if i % 100 == 0:
+            sub.mkdir(parents=True)
+        words = " ".join(rng.choice(WORDS) for _ in range(90))
+        (sub / f"note{i:06d}.txt").write_text(f"Note {i}, item{i}. {words}.\n")
+    old = time.time() - 3600  # stamps older than the racy window
+    for path in folder.rglob("*.txt"):
+        os.utime(path, (old, old))
+    done.write_text("")
+    return folder
+
+
+def cached_index(folder: Path, work: Path) -> Path:
+    """An index of ``folder`` built once, with vectors of a stand-in encoder (384-d)."""
+    index = work / f"{folder.name}.index"
+    if not (index / ".complete").exists():
+        shutil.rmtree(index, ignore_errors=True)
+        print(f"# building the index of {folder.name} (once)", file=sys.stderr)
+        _child("build", folder, index)
+        (index / ".complete").write_text("")
+    return index
+
+
+def catalog_copy(folder: Path, work: Path) -> Path:
+    """A fresh index folder holding a copy of the cached catalog, without its vectors.
+
+    The server's model is not the stand-in that made the cached vectors, so it would drop
+    them; it gets a copy, and its start-up pass embeds every chunk while it is timed.
+    """
+    index = work / f"{folder.name}.server-index"
+    shutil.rmtree(index, ignore_errors=True)
+    index.mkdir()
+    cached = cached_index(folder, work)
+    for name in ("catalog.sqlite3", "version"):
+        shutil.copy2(cached / name, index / name)
+    return index
+
+
+# -- encoder alone vs. the whole pass ----------------------------------------------------
+
+
+def stage_profile(name: str, folder: Path, work: Path) -> list[Row]:
+    """Where the time of a first index goes: each stage alone, as a share of their sum."""
+    out = json.loads(_child("profile", folder, work / f"profile-{name}"))
+    seconds: dict[str, float] = out["seconds"]
+    total = sum(seconds.values())
+    return [
+        Row(
+            SECTION,
+            f"first index stage: {stage}, {name}",
+            f"{s:.1f} s",
+            "",
+            f"{100 * s / total:.0f}% of the stages' sum; {out['chunks']} chunks",
+        )
+        for stage, s in seconds.items()
+    ]
+
+
+def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
+    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}"))
+    ratio = out["pass_cps"] / out["encoder_cps"]
+    note = f"{out['files']} files, {out['chunks']} chunks"
+    return [
+        Row(SECTION, f"encoder alone, {name}", f"{out['encoder_cps']:.1f} chunks/s", "", note),
+        Row(
+            SECTION,
+            f"first index end to end, {name}",
+            f"{out['pass_cps']:.1f} chunks/s",
+            ">= 0.85 x encoder",
+            f"ratio {ratio:.2f}; best of 2 rounds, alternating with the encoder",
+        ),
+    ]
+
+
+# -- the server over stdio ---------------------------------------------------------------
+
+
+def server_start(folder: Path, index: Path, n: int, *, full: bool, fresh: bool = True) -> list[Row]:
+    """Times from process start, through the MCP interface."""
+    import anyio
+
+    if fresh:
+        shutil.rmtree(index, ignore_errors=True)
+    times = anyio.run(_time_server, folder, index, n, full)
+    kind = "fresh index" if fresh else "existing catalog, no vectors"
+    label = f"{n} files, {kind}"
+    rows = [
+        Row(SECTION, f"start to MCP handshake, {label}", f"{times['handshake']:.2f} s"),
+        Row(
+            SECTION,
+            f"start to first keyword answer, {label}",
+            f"{times['keyword']:.2f} s",
+            "<= 2 s" if n >= 100_000 else "",
+            "start-up pass running meanwhile",
+        ),
+    ]
+    if "vectors" in times:
+        rows.append(Row(SECTION, f"start to all vectors, {label}", f"{times['vectors']:.0f} s"))
+    return rows
+
+
+async def _time_server(folder: Path, index: Path, n: int, full: bool) -> dict[str, float]:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "micro_rag_mcp", "--data-folder", str(folder), "--title", "bench"]
+        + ["--inst", "bench", "--index-folder", str(index), "--no-watch"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    word = f"item{n - 1}"  # the last file: its own word
+    times: dict[str, float] = {}
+    started = time.perf_counter()
+    async with Client(params, mode="legacy") as client:
+        times["handshake"] = time.perf_counter() - started
+        while True:
+            query = {"query": f"item0 {word}"}  # the first file or the last: either is read first
+            out = (await client.call_tool("search", query)).structured_content
+            assert out is not None
+            if out["results"]:
+                times["keyword"] = time.perf_counter() - started
+                break
+            await anyio.sleep(0.05)
+        if full:
+            while True:
+                out = (await client.call_tool("search", {"query": word})).structured_content
+                assert out is not None
+                state = out["index"]
+                if not state["indexing"] and state["chunks_with_vectors"] == n:
+                    times["vectors"] = time.perf_counter() - started
+                    break
+                await anyio.sleep(1.0)
+    return times
+
+
+# -- no-change reindex -------------------------------------------------------------------
+
+
+def no_change(folder: Path, work: Path, n: int) -> list[Row]:
+    index = cached_index(folder, work)
+    out = json.loads(_child("no-change", folder, index))
+    target = "<= 0.3 s" if n <= 10_000 else "<= 3 s"
+    return [
+        Row(
+            SECTION,
+            f"no-change reindex, {n} files",
+            f"{out['best_s']:.2f} s",
+            target,
+            f"best of {out['runs']}, median {out['median_s']:.2f} s",
+        ),
+        Row(
+            SECTION,
+            f"peak RSS of the no-change process, {n} files",
+            f"{out['rss_mb']:.0f} MB",
+            "",
+            "stand-in vectors (384-d) held in memory",
+        ),
+    ]
+
+
+# -- memory --------------------------------------------------------------------------------
+
+
+def indexing_memory(work: Path, small: Path, n_small: int) -> list[Row]:
+    rows = []
+    tiny = notes_folder(work, 100)
+    cases = [("100 files", tiny), (f"{n_small} files", small), ("one large DOCX", big_docx(work))]
+    for label, folder in cases:
+        out = json.loads(_child("memory", folder, work / f"memory-{folder.name}"))
+        rows.append(
+            Row(
+                SECTION,
+                f"peak RSS of a first index (keyword only), {label}",
+                f"{out['self_mb']:.0f} MB",
+                "no growth with the folder",
+                f"reader process {out['reader_mb']:.0f} MB; {out['chunks']} chunks",
+            )
+        )
+    return rows
+
+
+def big_docx(work: Path, paragraphs: int = 20_000) -> Path:
+    """A folder with one DOCX of about 870 pages (``paragraphs`` paragraphs), made once."""
+    folder = work / "docx-large"
+    path = folder / "handbook.docx"
+    if path.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    import docx
+
+    rng = random.Random(7)
+    document = docx.Document()
+    for i in range(paragraphs):
+        if i % 200 == 0:
+            document.add_heading(f"Chapter {i // 200}", level=1)
+        document.add_paragraph(" ".join(rng.choice(WORDS) for _ in range(40)))
+    tmp = folder / ".handbook.docx.tmp"
+    document.save(str(tmp))
+    os.replace(tmp, path)
+    return folder
+
+
+# -- child processes: each measurement in a fresh interpreter --------------------------------
+
+
+def _child(what: str, folder: Path, index: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.perf_indexing", what, str(folder), str(index)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return proc.stdout
+
+
+def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
+    import resource
+    import statistics
+
+    from micro_rag_mcp.embedder import load_embedder
+    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.errors import ModelUnavailable
+    from micro_rag_mcp.settings import Settings
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(data_folder=folder, index_folder=index, watch="off")
+    if what == "build":
+        engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))
+        engine.load_model()
+        report = engine.reindex()
+        engine.stop()
+        return {"files": report.files_added, "chunks": report.chunks_total}
+    if what == "no-change":
+        engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))
+        engine.load_model()
+        seconds = []
+        for _ in range(5):
+            started = time.perf_counter()
+            report = engine.reindex()
+            seconds.append(time.perf_counter() - started)
+            assert report.chunks_embedded == 0 and report.files_unchanged > 0
+        engine.stop()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        best, median = min(seconds), statistics.median(seconds)
+        return {"runs": 5, "best_s": best, "median_s": median, "rss_mb": rss}
+    if what == "memory":
+
+        def no_model() -> FakeEmbedder:
+            raise ModelUnavailable("keyword only")
+
+        shutil.rmtree(index, ignore_errors=True)
+        engine = Engine(settings, no_model)
+        report = engine.reindex()
+        engine.stop()
+        usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        reader = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        return {"self_mb": usage, "reader_mb": reader, "chunks": report.chunks_total}
+    if what == "encoder-vs-pass":
+        # Two rounds of each, alternating, best of each: machine load hits both alike.
+        embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+        passes, encoder = [], []
+        for _ in range(2):
+            shutil.rmtree(index, ignore_errors=True)
+            engine = Engine(settings, lambda: embedder)
+            engine.load_model()
+            started = time.perf_counter()
+            report = engine.reindex()
+            passes.append(report.chunks_embedded / (time.perf_counter() - started))
+            engine.stop()
+            texts = _embedded_texts(index)
+            started = time.perf_counter()
+            embedder.embed_documents(texts)
+            encoder.append(len(texts) / (time.perf_counter() - started))
+        return {
+            "files": report.files_added,
+            "chunks": report.chunks_embedded,
+            "pass_cps": max(passes),
+            "encoder_cps": max(encoder),
+            "rounds": {"pass": passes, "encoder": encoder},
+        }
+    if what == "profile":
+        return _profile(settings, index)
+    raise SystemExit(f"unknown measurement {what}")
+
+
+def _profile(settings: object, index: Path, sample: int = 256) -> dict[str, object]:
+    """Each stage of a first index alone, in seconds over the whole folder: reading (the
+    reader process: parse and round trip), chunking, storing (SQLite, FTS5, fsync),
+    tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
+    from micro_rag_mcp.catalog import Catalog, FileRecord
+    from micro_rag_mcp.embedder import load_embedder
+    from micro_rag_mcp.indexer import _extract, embedding_text, scan_rules
+    from micro_rag_mcp.isolation import IsolatedReader
+    from micro_rag_mcp.scanner import scan
+    from micro_rag_mcp.settings import Settings
+
+    assert isinstance(settings, Settings)
+    files = scan(scan_rules(settings)).files
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+        docs = [(f, reader.read(f.path, max_bytes=settings.max_file_bytes)) for f in files]
+    seconds["reading"] = time.perf_counter() - started
+    started = time.perf_counter()
+    chunked = [(f, _extract(doc, f.path, settings)[1]) for f, doc in docs]
+    seconds["chunking"] = time.perf_counter() - started
+    shutil.rmtree(index, ignore_errors=True)
+    index.mkdir(parents=True)
+    catalog = Catalog.open(index / "catalog.sqlite3")
+    started = time.perf_counter()
+    for f, chunks in chunked:
+        catalog.store_file(FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks)
+    seconds["storing"] = time.perf_counter() - started
+    catalog.close()
+    texts = [embedding_text(c.title, c.text) for _, chunks in chunked for c in chunks]
+    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+    started = time.perf_counter()
+    embedder._tokenizer.encode_batch(texts)  # the encoder's own first stage, alone
+    seconds["tokenizing"] = time.perf_counter() - started
+    part = texts[:: max(1, len(texts) // sample)][:sample]
+    started = time.perf_counter()
+    embedder.embed_documents(part)
+    per_chunk = (time.perf_counter() - started) / len(part)
+    seconds["encoder"] = per_chunk * len(texts) - seconds["tokenizing"]
+    return {"files": len(files), "chunks": len(texts), "seconds": seconds}
+
+
+def _embedded_texts(index: Path) -> list[str]:
+    """What the pass embedded for each chunk of the index, in chunk order."""
+    import sqlite3
+
+    from micro_rag_mcp.indexer import embedding_text
+
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    rows = conn.execute("SELECT title, text FROM chunks ORDER BY id").fetchall()
+    conn.close()
+    return [embedding_text(title, text) for title, text in rows]
+
+
+if __name__ == "__main__":
+    print(json.dumps(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))))

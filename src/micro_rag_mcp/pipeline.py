@@ -1,0 +1,273 @@
+"""One reindex pass that reads and embeds at once.
+
+A reading thread walks the folder and stores file after file (``indexer.sync_files``,
+through the reader process); meanwhile the pass's own thread embeds, 16 at a time, the
+chunks that lack a vector, taking new ones as their files commit. The encoder is the cost
+of a first index and uses every core; what reading costs beside it (the reader's round
+trips, chunking, the catalog's commits and their fsync) is mostly waiting, hidden behind
+the encoder instead of added to it. The model may still be loading when reading begins.
+
+Every guarantee of a pass holds for both threads: a stop is seen between two steps of
+either (one file read, or 16 chunks embedded) and ends the other at its next step; each
+file is one transaction, so keyword search sees it as it commits; vectors embedded before
+a stop are saved; the vectors of chunks replaced during the pass are dropped before each
+save. A kill at any instant leaves the catalog and a saved vector file, whose surplus
+the next pass drops (``indexer.reconcile``) and whose gaps it fills.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.embedder import Embedder
+from micro_rag_mcp.errors import Stopped
+from micro_rag_mcp.indexer import EMBED_BATCH, SyncCounts, embedding_text, reconcile, sync_files
+from micro_rag_mcp.results import Progress, ProgressFn
+from micro_rag_mcp.scanner import Scope
+from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vectors import VectorStore
+
+logger = logging.getLogger(__name__)
+
+NEWS_WAIT_S = 0.25  # how long a step short of 16 chunks waits for more before it runs
+REFILL = 512  # chunk ids taken from the catalog at a time
+WINDOW = 128  # chunks fetched at a time and embedded in steps, ordered by length
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """How the pass gets the model: ``wait`` returns it once loaded, or None (none will
+    come, or not within the timeout); ``failed`` says whether its load ended without it."""
+
+    wait: Callable[[float], Embedder | None]
+    failed: Callable[[], bool]
+    vectors_for: Callable[[Embedder], VectorStore]  # the writer's store for this model
+
+
+@dataclass(slots=True)
+class PassResult:
+    counts: SyncCounts
+    embedded: int
+    vectors: VectorStore | None  # the store the pass wrote, if the model was there
+
+
+class _Tally:
+    """How far both threads are, as one ``Progress``: files while reading, then chunks."""
+
+    def __init__(self, progress: ProgressFn, stop: threading.Event) -> None:
+        self._progress = progress
+        self.stop = stop
+        self._lock = threading.Lock()
+        self.reading: Progress | None = None
+        self.embedded = 0
+        self.to_embed: int | None = None  # known once reading has ended
+
+    def read(self, p: Progress) -> None:
+        with self._lock:
+            self.reading = p
+
+    def publish(self) -> None:
+        """Hand the callback the current progress; it raises Stopped to stop the pass.
+
+        Only the pass's own thread calls it: a client's callback may need its thread.
+        """
+        if self.stop.is_set():
+            raise Stopped("the server is stopping")
+        with self._lock:
+            if self.to_embed:  # reading has ended, and chunks were or are to be embedded
+                p = Progress("embedding", self.embedded, self.to_embed)
+            elif self.reading is not None:
+                p = replace(self.reading, embedded=self.embedded)
+            else:
+                return
+        self._progress(p)
+
+
+class _Reading(threading.Thread):
+    """``sync_files`` in a thread of its own, on a connection of its own to the catalog."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        settings: Settings,
+        scope: Scope | None,
+        force: bool,
+        tally: _Tally,
+    ) -> None:
+        super().__init__(name="micro-rag-reading", daemon=True)
+        self._catalog = catalog
+        self._settings = settings
+        self._scope = scope
+        self._force = force
+        self._tally = tally
+        self.counts = SyncCounts()
+        self.error: BaseException | None = None
+        self.news = threading.Event()  # set when a file commits, and at the end
+        self.ended = threading.Event()
+        self.halt = threading.Event()  # the pass asks reading to stop at its next step
+
+    def run(self) -> None:
+        try:
+            with contextlib.closing(self._catalog.another()) as catalog:
+                sync_files(
+                    catalog,
+                    self._settings,
+                    scope=self._scope,
+                    force=self._force,
+                    progress=self._step,
+                    counts=self.counts,
+                )
+        except BaseException as e:  # handed to the pass thread, which raises it
+            self.error = e
+        finally:
+            self.ended.set()
+            self.news.set()
+
+    def _step(self, p: Progress) -> None:
+        self.news.set()
+        if self.halt.is_set() or self._tally.stop.is_set():
+            raise Stopped("the pass is stopping")
+        self._tally.read(p)
+
+
+def read_and_embed(
+    catalog: Catalog,
+    settings: Settings,
+    model: Model,
+    *,
+    scope: Scope | None = None,
+    force: bool = False,
+    progress: ProgressFn,
+    stop: threading.Event,
+    save_every_s: float = 30.0,
+) -> PassResult:
+    """Bring the catalog in line with the folder and give every chunk a vector.
+
+    ``progress`` is called from the calling thread, between steps, with the progress of
+    both; raising ``Stopped`` from it stops the pass, as does setting ``stop``. Without a
+    model (its load failed) the pass reads only.
+    """
+    tally = _Tally(progress, stop)
+    reading = _Reading(catalog, settings, scope, force, tally)
+    reading.start()
+    vectors: VectorStore | None = None
+    embedded = 0
+    completed = False
+    try:
+        embedder = _wait_for_model(model, reading, tally)
+        if embedder is not None:
+            vectors = model.vectors_for(embedder)
+            embedded = _embed(catalog, vectors, embedder, reading, tally, save_every_s)
+        while not reading.ended.wait(NEWS_WAIT_S):  # no model: follow reading to its end
+            _check(reading, tally)
+        _check(reading, tally)  # the last news, and what ended reading if not its end
+        completed = True
+    finally:
+        reading.halt.set()
+        reading.join()
+        if vectors is not None:
+            # A stopped pass saves what it embedded but builds no search graph: a build
+            # of a large folder takes minutes, and the stop must be prompt.
+            _keep(vectors, reading.counts, graph=completed)
+    return PassResult(reading.counts, embedded, vectors)
+
+
+def _wait_for_model(model: Model, reading: _Reading, tally: _Tally) -> Embedder | None:
+    """The model once loaded, or None if its load failed; reading goes on meanwhile."""
+    while True:
+        embedder = model.wait(NEWS_WAIT_S)
+        if embedder is not None or model.failed():
+            return embedder
+        _check(reading, tally)
+
+
+def _check(reading: _Reading, tally: _Tally) -> None:
+    """Raise what ended reading early (a stop, an error), or a stop asked of the pass."""
+    if reading.error is not None:
+        raise reading.error
+    tally.publish()
+
+
+def _embed(
+    catalog: Catalog,
+    vectors: VectorStore,
+    embedder: Embedder,
+    reading: _Reading,
+    tally: _Tally,
+    save_every_s: float,
+) -> int:
+    """Embed the chunks that lack a vector until reading has ended and none is left."""
+    missing, cursor = reconcile(catalog, vectors)
+    pending = deque(missing)
+    if missing:
+        logger.info("embedding %d chunks", len(missing))
+    done = 0
+    last_save = time.monotonic()
+    window: list[tuple[int, str]] = []  # fetched, shortest first; steps are taken from its end
+    while True:
+        _check(reading, tally)
+        if not window:
+            reading.news.clear()
+            ended = reading.ended.is_set()  # before the refill: it then sees every commit
+            if len(pending) < WINDOW:
+                fresh = catalog.chunk_ids_after(cursor, REFILL)
+                if fresh:
+                    cursor = fresh[-1]
+                    pending.extend(fresh)
+            if ended and tally.to_embed is None:
+                tally.to_embed = done + len(pending) + catalog.count_chunks_after(cursor)
+                tally.publish()  # the phase is now embedding
+            if not pending:
+                if ended:
+                    break
+                reading.news.wait(NEWS_WAIT_S)
+                continue
+            if len(pending) < EMBED_BATCH and not ended and reading.news.wait(NEWS_WAIT_S):
+                continue  # more is coming: a full step embeds faster than a short one
+            window = _fetch(catalog, [pending.popleft() for _ in range(min(WINDOW, len(pending)))])
+            continue
+        step = window[-EMBED_BATCH:]
+        del window[-EMBED_BATCH:]
+        vectors.add([c for c, _ in step], embedder.embed_documents([t for _, t in step]))
+        done += len(step)
+        tally.embedded = done
+        if time.monotonic() - last_save > save_every_s:
+            _keep(vectors, reading.counts, graph=True)
+            last_save = time.monotonic()
+    tally.to_embed = done  # fewer than counted if chunks listed were replaced meanwhile
+    if done:
+        logger.info("embedded %d chunks", done)
+    return done
+
+
+def _fetch(catalog: Catalog, ids: list[int]) -> list[tuple[int, str]]:
+    """What each chunk is embedded as, ordered by length.
+
+    A step is padded to its longest chunk; steps of chunks of like length (taken from a
+    window of ``WINDOW``) waste less of the encoder than steps in the order of storing.
+    A chunk replaced since it was listed has no text now and is left out.
+    """
+    texts = catalog.chunk_texts(ids)
+    return sorted(((c, embedding_text(*texts[c])) for c in texts), key=lambda ct: len(ct[1]))
+
+
+def _keep(vectors: VectorStore, counts: SyncCounts, *, graph: bool) -> None:
+    """Drop the vectors of chunks replaced so far, bring the search graph in line if
+    ``graph`` (see ``VectorStore.refresh_graph``), and save the store if it changed.
+
+    Also on the way out of a stopped or failed pass: what was embedded is kept. Removing
+    from a flat index costs a scan of it, so this runs at saves, not per file.
+    """
+    stale = counts.take_stale()
+    vectors.remove(stale)
+    if graph:
+        vectors.refresh_graph()
+    if vectors.dirty or not vectors.path.exists():
+        vectors.save()

@@ -1,0 +1,151 @@
+"""Reading and embedding at once: files are embedded while later ones are still read.
+
+The reader process is real; a test holds it on one file (by waiting inside the call that
+asks it for that file) to catch the pass with reading and embedding both under way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.indexer import EMBED_BATCH
+from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.readers import Document
+from micro_rag_mcp.results import Progress
+from micro_rag_mcp.vectors import VectorStore
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder, GatedEmbedder
+from tests.test_engine import wait_for
+from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
+
+FILES = 3 * EMBED_BATCH
+LAST = f"note{FILES - 1:03d}.txt"
+
+
+NOTES = {f"note{i:03d}.txt": f"Note {i} about the word marker{i}." for i in range(FILES)}
+
+
+def write_notes(data: Path) -> None:
+    for name, text in NOTES.items():
+        write(data / name, text)
+
+
+def hold_last_read(monkeypatch: pytest.MonkeyPatch, until: Callable[[], bool]) -> None:
+    """Make the pass wait before it reads its last file until ``until()`` holds (30 s at most)."""
+    real = IsolatedReader.read
+    reads = 0
+
+    def read(self: IsolatedReader, path: Path, *, max_bytes: int) -> Document:
+        nonlocal reads
+        reads += 1
+        if reads == FILES:
+            wait_for(until)
+        return real(self, path, max_bytes=max_bytes)
+
+    monkeypatch.setattr(IsolatedReader, "read", read)
+
+
+def found(engine: Engine, word: str) -> set[str]:
+    return {h.chunk.path for h in engine.search(word, top_k=5, score_threshold=0.0).hits}
+
+
+def test_chunks_are_embedded_while_later_files_are_still_read(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(data)
+    embedder = FakeEmbedder()
+    # The last file is read only once a step has embedded chunks: a pass that read every
+    # file before embedding any would wait here until the deadline and fail.
+    hold_last_read(monkeypatch, lambda: embedder.embedded >= EMBED_BATCH)
+    engine = Engine(make_settings(data), lambda: embedder)
+    engine.load_model()
+    seen: list[Progress] = []
+    try:
+        report = engine.reindex(progress=seen.append)
+    finally:
+        engine.stop()
+    assert report.files_added == FILES and report.chunks_embedded == FILES
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert any(p.phase == "reading" and p.embedded > 0 for p in seen)
+    last = seen[-1]
+    assert (last.phase, last.done, last.total) == ("embedding", FILES, FILES)
+
+
+def test_keyword_search_sees_each_file_while_embedding_is_held(data: Path) -> None:
+    write_notes(data)
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    engine = Engine(make_settings(data), lambda: embedder)
+    engine.start()
+    try:
+        wait_for(embedder.held.is_set)  # a step of embedding waits for the gate
+        wait_for(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
+        state = engine.state()
+        assert state.indexing and state.chunks_with_vectors == 0
+        embedder.gate.set()
+        wait_for(lambda: not engine.state().indexing)
+    finally:
+        embedder.gate.set()
+        engine.stop()
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert len(chunk_ids(data / "index")) == FILES
+
+
+def test_a_stop_while_both_run_leaves_a_consistent_index_the_next_pass_completes(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(data)
+    embedder = GatedEmbedder()
+    embedder.gate.clear()
+    hold_last_read(monkeypatch, embedder.held.is_set)  # reading is not over yet
+    engine = Engine(make_settings(data), lambda: embedder)
+    engine.start()
+    wait_for(embedder.held.is_set)
+    engine.stop(timeout=0)  # both threads are inside a step
+    embedder.gate.set()
+    engine.stop()
+    assert not engine.state().indexing
+    assert 0 < embedder.embedded <= EMBED_BATCH  # the step under way ended, no other began
+    saved = VectorStore.load(data / "index" / "faiss.index", 64)
+    assert len(saved) == embedder.embedded
+    assert set(saved.ids().tolist()) <= chunk_ids(data / "index")
+    rows = catalog_rows(data / "index")
+    assert all(texts == [NOTES[path]] for path, texts in rows.items())
+
+    monkeypatch.undo()
+    again = Engine(make_settings(data), FakeEmbedder)
+    again.load_model()
+    try:
+        report = again.reindex()
+    finally:
+        again.stop()
+    assert report.files_added == FILES - len(rows)
+    assert len(catalog_rows(data / "index")) == FILES
+    assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+def test_files_read_while_the_model_loads_are_searchable_then_embedded(data: Path) -> None:
+    write_notes(data)
+    release = threading.Event()
+
+    def slow_load() -> FakeEmbedder:
+        release.wait(60)
+        return FakeEmbedder()
+
+    engine = Engine(make_settings(data, model_wait_s=0.0), slow_load)
+    engine.start()
+    try:
+        wait_for(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
+        assert engine.state().chunks_with_vectors == 0
+        release.set()
+        wait_for(lambda: not engine.state().indexing)
+        assert engine.state().chunks_with_vectors == FILES
+    finally:
+        release.set()
+        engine.stop()
+    assert vector_ids(data / "index") == chunk_ids(data / "index")

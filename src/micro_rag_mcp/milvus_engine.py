@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import _state_notices
 from micro_rag_mcp.errors import (
     IndexBusy,
     InvalidArgument,
@@ -45,6 +44,7 @@ from micro_rag_mcp.results import (
     ReindexReport,
     SearchOutcome,
     TextPassage,
+    state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.search import SearchParams
@@ -231,7 +231,7 @@ class MilvusEngine:
         except StoreUnavailable as e:
             notices.append(f"{e}; no results until it answers again")
             return SearchOutcome([], self._state_unknown(), notices)
-        notices.extend(_state_notices(state))
+        notices.extend(state_notices(state))
         return SearchOutcome(hits, state, notices)
 
     # -- read ------------------------------------------------------------------------

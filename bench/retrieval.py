@@ -445,6 +445,14 @@ def params_from_args(args: argparse.Namespace) -> SearchParams:
     return replace(base, **overrides)
 
 
+def params_record(params: SearchParams) -> dict[str, Any]:
+    """The fusion knobs as JSON can hold them (a set of words becomes a sorted list)."""
+    return {
+        name: sorted(value) if isinstance(value, frozenset) else value
+        for name, value in asdict(params).items()
+    }
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m bench.retrieval", description=__doc__.split("\n")[0]
@@ -589,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "chunk_overlap": args.chunk_overlap,
                     "top_k": args.top_k,
                     "score_threshold": args.score_threshold,
-                    "params": asdict(params),
+                    "params": params_record(params),
                     "indexing_this_run": indexing,
                     "indexing_full": full,
                     "channels": rows,

@@ -43,6 +43,7 @@ from bench.retrieval import (
     Workspace,
     index,
     load_dataset,
+    params_record,
     prepare,
     search_all,
     summarize,
@@ -348,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(
             json.dumps(
                 [
-                    {"group": v.group, "label": v.label, "params": asdict(v.params), **r}
+                    {"group": v.group, "label": v.label, "params": params_record(v.params), **r}
                     for v, r in rows
                 ],
                 indent=1,

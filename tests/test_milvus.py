@@ -22,6 +22,7 @@ from micro_rag_mcp.errors import ConfigError, StoreMismatch
 from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
 from micro_rag_mcp.milvus_engine import MilvusEngine
 from micro_rag_mcp.milvus_store import MilvusIndex
+from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.store import in_shard, parse_shard, parse_store_url
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -164,6 +165,35 @@ def test_search_reindex_and_read_match_the_embedded_store(
                 restamp(folder / "new.md", "# Moon\n\nThe moon orbits the earth.")
         assert store.state().files_indexed == 5
         assert "notes/garden.md" not in {h.chunk.path for h in store.search("tomato").hits}
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    data = write_folder(
+        tmp_path / "docs",
+        {
+            "runner.txt": "She runs along the river before work.\n",
+            "cats.txt": "Cats sleep most of the day.\n",
+            "garden.txt": "Tomatoes need six hours of sunlight.\n",
+        },
+    )
+    keyword_only = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, keyword_only)
+    embedded.load_model()
+    store = store_engine(data, milvus.config())
+    store.params = keyword_only
+    try:
+        embedded.reindex()
+        store.reindex()
+        for query in ("running", "sleeping cat", "tomato hour"):
+            ours, theirs = embedded.search(query, 5, -1.0), store.search(query, 5, -1.0)
+            assert [h.chunk.path for h in theirs.hits] == [h.chunk.path for h in ours.hits]
+            assert len(theirs.hits) == 1, query
+        assert store.read("runner.txt").text.startswith("She runs along")  # stored as written
     finally:
         embedded.stop()
         store.stop()
@@ -346,3 +376,17 @@ def test_a_store_made_with_another_model_or_chunking_is_refused(
     with pytest.raises(StoreMismatch, match="chunking"):
         other_chunks.reindex()
     assert MilvusIndex(config).count_files("ok") == len(FILES)  # nothing was mixed in
+
+
+def test_a_store_without_stemmed_keywords_is_refused_not_mixed(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    engine = store_engine(folder, config)
+    made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "keywords"}
+    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    with pytest.raises(StoreMismatch, match="earlier release .* keywords"):
+        engine.reindex()
+    with pytest.raises(StoreMismatch, match="earlier release"):
+        store_engine(folder, config).search("fox")
+    assert MilvusIndex(config).count_chunks() == 0

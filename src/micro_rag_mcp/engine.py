@@ -35,6 +35,7 @@ from micro_rag_mcp.results import (
     ReindexReport,
     SearchOutcome,
     TextPassage,
+    state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.search import SearchParams, hybrid_search
@@ -241,7 +242,7 @@ class Engine:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
         finally:
             catalog.close()
-        notices.extend(_state_notices(state))
+        notices.extend(state_notices(state))
         return SearchOutcome(hits, state, notices)
 
     # -- read ------------------------------------------------------------------------
@@ -352,22 +353,3 @@ def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
         f"{said}: reindex {them} (the reindex tool, or micro-rag index) to bring {them} "
         "up to date, unless a server that watches this folder does it first"
     )
-
-
-def _state_notices(state: IndexState) -> list[str]:
-    notices: list[str] = []
-    if state.indexing:
-        where = f" ({state.phase} {state.done}/{state.total})" if state.total else ""
-        notices.append(f"indexing is running{where}; results may be incomplete")
-    if state.files_indexed == 0 and not state.indexing:
-        notices.append(
-            "no documents are indexed: the folder has no readable files of the "
-            "configured types, or reindex has not run"
-        )
-    missing = state.chunks_total - state.chunks_with_vectors
-    if missing > 0 and state.model is ModelState.READY:
-        notices.append(
-            f"{missing} of {state.chunks_total} chunks have no vector yet; "
-            "those can only match by keyword and carry no score"
-        )
-    return notices

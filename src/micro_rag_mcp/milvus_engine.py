@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import _state_notices
 from micro_rag_mcp.errors import (
     IndexBusy,
     InvalidArgument,
@@ -45,10 +44,12 @@ from micro_rag_mcp.results import (
     ReindexReport,
     SearchOutcome,
     TextPassage,
+    state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.stemming import STEMMING_ID
 from micro_rag_mcp.store import StoreConfig, in_shard
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class MilvusEngine:
         self._stop = threading.Event()
         self._busy = threading.Lock()
         self._progress: Progress | None = None
-        self._space_checked = False
+        self._checked: set[str] = set()  # identity keys this process found its own
         self._counted: tuple[float, tuple[int, int, int]] = (-COUNTS_TTL_S, (0, 0, 0))
         self._counted_lock = threading.Lock()
         self.batch_chunks = batch_chunks  # chunks embedded and written together
@@ -111,7 +112,11 @@ class MilvusEngine:
 
     def identity(self, embedder: Embedder) -> dict[str, str]:
         """What the store must have been made with for this process to add to it."""
-        return {"vector_space": vector_space(embedder), "chunking": self.settings.chunking_id}
+        return {
+            "vector_space": vector_space(embedder),
+            "chunking": self.settings.chunking_id,
+            "keywords": STEMMING_ID,
+        }
 
     # -- reindex ---------------------------------------------------------------------
 
@@ -144,7 +149,7 @@ class MilvusEngine:
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
         self.index.create(embedder.dimension, identity)  # unless it is there already
-        self.index.check_identity(identity, ("vector_space", "chunking"))
+        self.index.check_identity(identity, ("vector_space", "chunking", "keywords"))
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -216,9 +221,7 @@ class MilvusEngine:
             if not self.index.exists():
                 notices.append("nothing is indexed yet in the store")
                 return SearchOutcome([], self._state(), notices)
-            if embedder is not None and not self._space_checked:
-                self.index.check_identity(self.identity(embedder), ("vector_space",))
-                self._space_checked = True
+            self._check_searchable(embedder)
             hits = store_search(
                 self.index,
                 query,
@@ -231,8 +234,17 @@ class MilvusEngine:
         except StoreUnavailable as e:
             notices.append(f"{e}; no results until it answers again")
             return SearchOutcome([], self._state_unknown(), notices)
-        notices.extend(_state_notices(state))
+        notices.extend(state_notices(state))
         return SearchOutcome(hits, state, notices)
+
+    def _check_searchable(self, embedder: Embedder | None) -> None:
+        """Refuse, once, a store whose keywords (or vectors) this process would misread."""
+        wanted = {"keywords"} if embedder is None else {"keywords", "vector_space"}
+        if wanted <= self._checked:
+            return
+        ours = {"keywords": STEMMING_ID} if embedder is None else self.identity(embedder)
+        self.index.check_identity(ours, sorted(wanted))
+        self._checked |= wanted
 
     # -- read ------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """The index in Milvus: a chunks collection and a files collection, and every query on them.
 
 ``NAME_chunks`` holds each chunk's text, citation fields, dense vector and a BM25 sparse
-vector that Milvus computes from the title and text (a BM25 function, no model). Every
-chunk carries the ``version`` of its file it belongs to. ``NAME_files`` holds one row per
-file (stamp, checksum, status, error) and its *current* version.
+vector that Milvus computes (a BM25 function, no model) from ``keywords``: the title and
+text stemmed as the embedded store's FTS5 index stems them (``text`` stays as written,
+for ``read`` and citations). Every chunk carries the ``version`` of its file it belongs
+to. ``NAME_files`` holds one row per file (stamp, checksum, status, error) and its
+*current* version.
 
 Milvus has no transaction across entities, so a file changes in three steps: its new
 chunks are inserted under a new version, its file row is flipped to that version (one
@@ -11,8 +13,8 @@ upsert of one entity), then the old version's chunks are deleted. Readers keep o
 chunks whose version is their file's current one, so a process killed at any instant
 leaves the old state or the new one visible, never both and never half.
 
-The run identity (vector space and chunking) is a property of the chunks collection;
-``check_identity`` refuses to mix another.
+The run identity (vector space, chunking and keyword stemming) is a property of the
+chunks collection; ``check_identity`` refuses to mix another.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
 from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
-from micro_rag_mcp.search import STOPWORDS
+from micro_rag_mcp.stemming import stemmed
 from micro_rag_mcp.store import StoreConfig
 
 if TYPE_CHECKING:
@@ -72,16 +74,10 @@ _FILE_FIELDS = [
     "head_id",
     "indexed_at",
 ]
-# English text as FTS5's porter tokenizer sees it, where the server has the filters
-# (Milvus); milvus-lite tokenizes and lower-cases, and takes the stop words.
-ANALYZER: dict[str, Any] = {
-    "tokenizer": "standard",
-    "filter": [
-        "lowercase",
-        {"type": "stop", "stop_words": sorted(STOPWORDS)},
-        {"type": "stemmer", "language": "english"},
-    ],
-}
+# The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
+# tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
+# the index, as in FTS5 (they count in a chunk's length); queries leave them out.
+ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 T = TypeVar("T")
 
 
@@ -305,6 +301,12 @@ class MilvusIndex:
         if stored is None:
             return
         differ = [k for k in keys if stored.get(k) != ours.get(k)]
+        unrecorded = [k for k in differ if k not in stored]
+        if unrecorded:
+            raise StoreMismatch(
+                f"the store {self.config.url} was made by an earlier release (it records no "
+                f"{', '.join(unrecorded)}): index the folder again into a new collection"
+            )
         if differ:
             theirs = ", ".join(f"{k} {stored.get(k)}" for k in differ)
             mine = ", ".join(f"{k} {ours.get(k)}" for k in differ)
@@ -450,7 +452,11 @@ class MilvusIndex:
         return [_hit(h, h["distance"]) for h in found[0]]
 
     def keyword(self, text: str, limit: int) -> list[ChunkHit]:
-        """BM25 matches of ``text`` (milvus-lite reports the score negated: taken as is)."""
+        """BM25 matches of ``text``, stemmed as the stored keywords are (milvus-lite
+        reports the score negated: taken as is)."""
+        text = stemmed(text)
+        if not text:
+            return []
         found = self._call(
             lambda c: c.search(
                 self.chunks,
@@ -514,7 +520,7 @@ def chunk_rows(
             "text": c.text,
             "section": _clip(c.section or ""),
             "locator": _clip(c.locator or ""),
-            "keywords": _clip(f"{title}\n{c.text}", MAX_TEXT_BYTES),
+            "keywords": _clip(stemmed(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
             "dense": [float(x) for x in v],
         }
         for c, v in zip(chunks, vectors, strict=True)

@@ -129,3 +129,23 @@ class IndexSummary:
     size_bytes: int
     last_indexed_at: float | None  # when a file's text was last stored
     writer: WriterInfo | None  # None: nobody is writing the index
+
+
+def state_notices(state: IndexState) -> list[str]:
+    """What a search says about the index beside its results (either store)."""
+    notices: list[str] = []
+    if state.indexing:
+        where = f" ({state.phase} {state.done}/{state.total})" if state.total else ""
+        notices.append(f"indexing is running{where}; results may be incomplete")
+    if state.files_indexed == 0 and not state.indexing:
+        notices.append(
+            "no documents are indexed: the folder has no readable files of the "
+            "configured types, or reindex has not run"
+        )
+    missing = state.chunks_total - state.chunks_with_vectors
+    if missing > 0 and state.model is ModelState.READY:
+        notices.append(
+            f"{missing} of {state.chunks_total} chunks have no vector yet; "
+            "those can only match by keyword and carry no score"
+        )
+    return notices

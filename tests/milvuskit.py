@@ -105,7 +105,7 @@ def store_engine(
 
 # argv: data folder, store URL, step ("mid-insert", "after-insert", "after-flip"), n, batch
 HALTING_WORKER = """
-import sys, time
+import sys
 from pathlib import Path
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.store import parse_store_url
@@ -116,7 +116,8 @@ seen = {"insert": 0, "flip": 0}
 
 def halt():
     print("halted", flush=True)
-    time.sleep(3600)
+    sys.stdin.read()  # held here until the test kills it (or closes stdin)
+    sys.exit(3)
 
 insert, flip = MilvusIndex.insert_chunks, MilvusIndex.put_files
 
@@ -152,6 +153,7 @@ def run_halting_worker(data: Path, url: str, step: str, n: int, batch: int) -> N
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-c", HALTING_WORKER, str(data), url, step, str(n), str(batch)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
             env=env,

@@ -142,3 +142,22 @@ def test_a_deleted_file_never_comes_back_through_the_engine(
     paths = IndexPaths(data / "index")
     saved = VectorStore.load(paths.vectors, 64, graph_path=paths.graph, approximate_from=20)
     assert saved.approximate  # what both engines searched came through the graph
+
+
+def test_a_graph_built_later_is_saved_alone_and_seen_by_a_reader(tmp_path: Path) -> None:
+    paths = IndexPaths(tmp_path)
+    writer = store_at(tmp_path)
+    writer.add(list(range(1, FROM + 1)), unit_vectors(FROM))
+    writer.save()  # the vectors, before any graph was built
+    reader = store_at(tmp_path, approximate_from=10 * FROM)
+    assert not paths.graph.exists() and reader.is_saved_state(paths.vectors, paths.graph)
+    vectors_file = (paths.vectors.stat().st_ino, paths.vectors.stat().st_mtime_ns)
+    writer.refresh_graph()
+    assert writer.dirty
+    writer.save()
+    assert paths.graph.exists() and not writer.dirty
+    # The larger file is left as it was; a reader still knows its copy is out of date.
+    assert (paths.vectors.stat().st_ino, paths.vectors.stat().st_mtime_ns) == vectors_file
+    assert not reader.is_saved_state(paths.vectors, paths.graph)
+    assert writer.is_saved_state(paths.vectors, paths.graph)
+    assert store_at(tmp_path).approximate

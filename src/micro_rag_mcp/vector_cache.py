@@ -18,7 +18,7 @@ from micro_rag_mcp.catalog import Catalog, CatalogStats
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.vectors import VectorStore, file_stamp
+from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class VectorCache:
                 current is not None
                 and not current.mapped
                 and current.owner == owner
-                and current.stamp == file_stamp(path)
+                and current.is_saved_state(path, self.paths.graph)
             ):
                 return current
             space = vector_space(embedder)
@@ -68,11 +68,12 @@ class VectorCache:
         path = self.paths.vectors
         with self._lock:
             current = self._store
-            stamp = file_stamp(path)
-            fresh = writing or (current is not None and current.stamp == stamp)
+            fresh = writing or (
+                current is not None and current.is_saved_state(path, self.paths.graph)
+            )
             if current is not None and current.owner == owner and fresh:
                 return current
-            if stamp is None or catalog.get_meta("vector_model") != vector_space(embedder):
+            if not path.exists() or catalog.get_meta("vector_model") != vector_space(embedder):
                 self._store = None
                 return None
             self._store = self._load(embedder, owner, mapped=True)

@@ -55,8 +55,10 @@ class VectorStore:
             index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
         )
         self._lock = threading.Lock()
-        self.dirty = False
+        self._vectors_dirty = False  # the flat index differs from its file
+        self._graph_dirty = False  # the graph differs from its file
         self.stamp: tuple[int, int, int] | None = None  # of the file last read or written
+        self.graph_stamp: tuple[int, int, int] | None = None  # likewise, of the graph's file
         self.owner = owner  # id of the catalog whose chunk ids these vectors carry
         self.mapped = False  # read-only: the vectors are the saved file's pages
         self.graph_path = graph_path  # where the HNSW graph is saved; None: never one
@@ -81,8 +83,10 @@ class VectorStore:
         writer builds it again). ``mapped``: map the vector file read-only rather than
         copy it, for a store that is only searched (``add`` and ``remove`` then raise).
         """
+        graph_stamp = file_stamp(graph_path) if graph_path is not None else None
         store = cls._load_flat(path, dimension, owner, mapped)
         store.graph_path = graph_path
+        store.graph_stamp = graph_stamp
         store.approximate_from = approximate_from
         if graph_path is not None and len(store) >= approximate_from:
             store._adopt(Approximate.load(graph_path, dimension))
@@ -142,7 +146,7 @@ class VectorStore:
             )
             if self._graph is not None:
                 self._graph.add(ids, vectors)
-            self.dirty = True
+            self._vectors_dirty = True
 
     def remove(self, ids: Sequence[int]) -> int:
         import numpy as np
@@ -154,7 +158,7 @@ class VectorStore:
             # faiss's Python wrapper turns an id array into an IDSelectorBatch itself.
             removed = int(self._index.remove_ids(np.asarray(ids, dtype=np.int64)))  # type: ignore[arg-type]
             if removed:
-                self.dirty = True
+                self._vectors_dirty = True
                 if self._graph is not None:
                     self._graph.delete(np.asarray(ids, dtype=np.int64))
             return removed
@@ -252,7 +256,7 @@ class VectorStore:
         graph = Approximate.build(ids, vectors)
         with self._lock:
             self._graph = graph
-            self.dirty = True
+            self._graph_dirty = True
         logger.info(
             "built the search graph of %d vectors in %.1f s", len(ids), time.monotonic() - started
         )
@@ -290,24 +294,44 @@ class VectorStore:
             graph.add(missing.tolist(), self._index.reconstruct_batch(missing))
         self._graph = graph
 
+    @property
+    def dirty(self) -> bool:
+        """Whether a save has something to write."""
+        return self._vectors_dirty or self._graph_dirty
+
     def save(self) -> None:
-        """Write the index atomically: temporary file, fsync, rename, fsync the folder."""
+        """Write what changed atomically: temporary file, fsync, rename, fsync the folder.
+
+        The graph alone may have changed (built once the store is large enough): the
+        vectors' file, the larger of the two, is then left as it is.
+        """
         import faiss
 
         with self._lock:
-            data = faiss.serialize_index(self._index).tobytes()
-            graph = self._graph
-            self.dirty = False
+            write_vectors = self._vectors_dirty or not self.path.exists()
+            data = faiss.serialize_index(self._index).tobytes() if write_vectors else None
+            graph = self._graph if self._graph_dirty or write_vectors else None
+            self._vectors_dirty = self._graph_dirty = False
         try:
-            atomic_write_bytes(self.path, data)
+            if data is not None:
+                atomic_write_bytes(self.path, data)
             if graph is not None and self.graph_path is not None:
                 # Written after the vectors: a reader that finds it behind (a kill between
                 # the two) adds what it lacks, see _adopt.
                 graph.save(self.graph_path)
         except BaseException:
-            self.dirty = True  # the next save must still write what this one could not
+            # The next save must still write what this one could not.
+            self._vectors_dirty = data is not None
+            self._graph_dirty = graph is not None
             raise
         self.stamp = file_stamp(self.path)
+        if self.graph_path is not None:
+            self.graph_stamp = file_stamp(self.graph_path)
+
+    def is_saved_state(self, path: Path, graph_path: Path) -> bool:
+        """Whether this store is what the two files hold now (none was replaced since it
+        read or wrote them)."""
+        return self.stamp == file_stamp(path) and self.graph_stamp == file_stamp(graph_path)
 
 
 def file_stamp(path: Path) -> tuple[int, int, int] | None:

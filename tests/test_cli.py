@@ -278,6 +278,35 @@ def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path:
         holder.wait()
 
 
+class _StopRecorder:
+    def __init__(self) -> None:
+        self.stops: list[float] = []
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self.stops.append(timeout)
+
+
+@pytest.mark.parametrize("repeat", range(10))
+def test_ctrl_c_at_any_moment_of_an_index_stops_its_work_before_it_returns(repeat: int) -> None:
+    """Ctrl+C as the work starts (on a busy machine the thread runs before ``start``
+    returns) or while it runs: the work is told to stop, and it has ended when Ctrl+C
+    reaches the caller."""
+    from micro_rag_mcp.cli_commands import _interruptible
+
+    engine = _StopRecorder()
+    seen: list[str] = []
+
+    def work(stop: threading.Event) -> str:
+        os.kill(os.getpid(), signal.SIGINT)
+        told = stop.wait(120)
+        seen.append("stopped" if told else "never told")
+        return "done"
+
+    with pytest.raises(KeyboardInterrupt):
+        _interruptible(engine, work)  # type: ignore[arg-type]
+    assert seen == ["stopped"] and engine.stops == [0.0]
+
+
 def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Path) -> None:
     from micro_rag_mcp.catalog import Catalog
     from micro_rag_mcp.cli import build_parser

@@ -222,28 +222,37 @@ def _reindex_waiting(
 
 def _interruptible(engine: Store, work: Callable[[threading.Event], T]) -> T:
     """Run ``work`` in a thread; Ctrl+C sets the event it is given and stops the engine at
-    its next step, then waits for it, so what was done is kept."""
+    its next step, then waits for it, so what was done is kept.
+
+    The wait is on an event the thread sets as it ends, never on ``Thread.join`` with a
+    timeout: on Python 3.11 a Ctrl+C that lands inside such a join marks the running thread
+    as ended. And the thread is started inside the ``try``: on a busy machine it can run
+    (and ask for Ctrl+C) before ``start`` returns.
+    """
     outcome: dict[str, object] = {}
-    stop = threading.Event()
+    stop, ended = threading.Event(), threading.Event()
 
     def run() -> None:
         try:
             outcome["value"] = work(stop)
         except BaseException as e:
             outcome["error"] = e
+        finally:
+            ended.set()
 
     worker = threading.Thread(target=run, name="micro-rag-index")
-    worker.start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        worker.start()
+        while not ended.wait(0.2):
+            pass
     except KeyboardInterrupt:
         print("micro-rag: stopping at the next step; what is done is kept", file=sys.stderr)
         stop.set()
         engine.stop(timeout=0.0)
-        while worker.is_alive():
+        while True:
             try:
-                worker.join(0.2)
+                if ended.wait(0.2):
+                    break
             except KeyboardInterrupt:
                 continue
         raise

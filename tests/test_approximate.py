@@ -6,6 +6,7 @@ hundred vectors exercise it.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -161,3 +162,31 @@ def test_a_graph_built_later_is_saved_alone_and_seen_by_a_reader(tmp_path: Path)
     assert not reader.is_saved_state(paths.vectors, paths.graph)
     assert writer.is_saved_state(paths.vectors, paths.graph)
     assert store_at(tmp_path).approximate
+
+
+class _StopAfter(threading.Event):
+    """A stop that is set once it has been looked at ``looks`` times."""
+
+    def __init__(self, looks: int) -> None:
+        super().__init__()
+        self.looks = looks
+
+    def is_set(self) -> bool:
+        self.looks -= 1
+        return self.looks < 0
+
+
+def test_a_stop_during_a_graph_build_ends_it_at_the_next_slice(tmp_path: Path) -> None:
+    from micro_rag_mcp.ann import BUILD_SLICE
+
+    store = store_at(tmp_path)
+    vectors = unit_vectors(2 * BUILD_SLICE + 10)
+    store.add(list(range(1, len(vectors) + 1)), vectors)
+    stop = _StopAfter(looks=1)  # one slice goes in, then the stop is seen
+    store.refresh_graph(stop)
+    assert stop.looks == -1  # looked at before each of the first two slices, no more
+    assert not store.approximate and store.graph_due  # no half graph: search stays exact
+    assert store.search(vectors[7], 1)[0][0] == 8
+    store.refresh_graph()  # the next pass builds it
+    assert store.approximate and not store.graph_due
+    assert store.search(vectors[7], 1)[0][0] == 8

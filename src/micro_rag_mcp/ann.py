@@ -17,6 +17,7 @@ dependency.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,9 @@ EF_CONSTRUCTION = 100
 TRAIN_SAMPLE = 100_000  # vectors the 8-bit ranges are learned from
 REBUILD_DELETED = 0.25  # rebuild once this share of the graph is deleted
 ADOPT_MISSING = 0.05  # a loaded graph that lacks more than this share is rebuilt instead
+# Vectors added to a graph between two looks at a stop: a build of a million takes many
+# minutes on two cores, a slice of this many about a second.
+BUILD_SLICE = 2_048
 
 
 class Approximate:
@@ -51,7 +55,13 @@ class Approximate:
         self._selector: Any = None  # built lazily from _deleted, kept alive for faiss
 
     @classmethod
-    def build(cls, ids: npt.NDArray[np.int64], vectors: npt.NDArray[np.float32]) -> Approximate:
+    def build(
+        cls,
+        ids: npt.NDArray[np.int64],
+        vectors: npt.NDArray[np.float32],
+        stop: threading.Event | None = None,
+    ) -> Approximate | None:
+        """The graph of these vectors, or None if ``stop`` was set before it was done."""
         import faiss
         import numpy as np
 
@@ -67,8 +77,8 @@ class Approximate:
         index = faiss.IndexIDMap(graph)
         step = max(1, len(ids) // TRAIN_SAMPLE)
         index.train(np.ascontiguousarray(vectors[::step], dtype=np.float32))
-        index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids)
-        return cls(index)
+        built = cls(index)
+        return built if built.add(ids, vectors, stop) else None
 
     @classmethod
     def load(cls, path: Path, dimension: int) -> Approximate | None:
@@ -107,12 +117,24 @@ class Approximate:
         """Whether so much of the graph is deleted that it should be built again."""
         return len(self._deleted) > REBUILD_DELETED * max(1, int(self._index.ntotal))
 
-    def add(self, ids: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
+    def add(
+        self,
+        ids: Sequence[int] | npt.NDArray[np.int64],
+        vectors: npt.NDArray[np.float32],
+        stop: threading.Event | None = None,
+    ) -> bool:
+        """Add vectors, a slice at a time; False if ``stop`` was set before all were in."""
         import numpy as np
 
-        self._index.add_with_ids(
-            np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64)
-        )
+        ids = np.asarray(ids, dtype=np.int64)
+        for start in range(0, len(ids), BUILD_SLICE):
+            if stop is not None and stop.is_set():
+                return False
+            end = start + BUILD_SLICE
+            self._index.add_with_ids(
+                np.ascontiguousarray(vectors[start:end], dtype=np.float32), ids[start:end]
+            )
+        return True
 
     def delete(self, ids: npt.NDArray[np.int64]) -> None:
         """Mark ids as deleted (ids the graph does not hold are ignored)."""

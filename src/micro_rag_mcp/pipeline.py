@@ -174,8 +174,9 @@ def read_and_embed(
         reading.join()
         if vectors is not None:
             # A stopped pass saves what it embedded but builds no search graph: a build
-            # of a large folder takes minutes, and the stop must be prompt.
-            _keep(vectors, reading.counts, graph=completed)
+            # of a large folder takes minutes, and the stop must be prompt. A stop that
+            # comes during the build ends it at its next slice.
+            _keep(vectors, reading.counts, graph=completed, stop=stop)
     return PassResult(reading.counts, embedded, vectors)
 
 
@@ -239,7 +240,7 @@ def _embed(
         done += len(step)
         tally.embedded = done
         if time.monotonic() - last_save > save_every_s:
-            _keep(vectors, reading.counts, graph=True)
+            _keep(vectors, reading.counts, graph=True, stop=tally.stop)
             last_save = time.monotonic()
     tally.to_embed = done  # fewer than counted if chunks listed were replaced meanwhile
     if done:
@@ -258,9 +259,16 @@ def _fetch(catalog: Catalog, ids: list[int]) -> list[tuple[int, str]]:
     return sorted(((c, embedding_text(*texts[c])) for c in texts), key=lambda ct: len(ct[1]))
 
 
-def _keep(vectors: VectorStore, counts: SyncCounts, *, graph: bool) -> None:
+def _keep(
+    vectors: VectorStore,
+    counts: SyncCounts,
+    *,
+    graph: bool,
+    stop: threading.Event | None = None,
+) -> None:
     """Drop the vectors of chunks replaced so far, bring the search graph in line if
-    ``graph`` (see ``VectorStore.refresh_graph``), and save the store if it changed.
+    ``graph`` (see ``VectorStore.refresh_graph``; ``stop`` ends a build), and save the
+    store if it changed.
 
     Also on the way out of a stopped or failed pass: what was embedded is kept. Removing
     from a flat index costs a scan of it, so this runs at saves, not per file.
@@ -268,6 +276,6 @@ def _keep(vectors: VectorStore, counts: SyncCounts, *, graph: bool) -> None:
     stale = counts.take_stale()
     vectors.remove(stale)
     if graph:
-        vectors.refresh_graph()
+        vectors.refresh_graph(stop)
     if vectors.dirty or not vectors.path.exists():
         vectors.save()

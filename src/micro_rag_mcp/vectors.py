@@ -236,9 +236,10 @@ class VectorStore:
             return large or self.graph_path.exists()
         return not large or self._graph.worn
 
-    def refresh_graph(self) -> None:
+    def refresh_graph(self, stop: threading.Event | None = None) -> None:
         """Build the graph once the store is large enough, rebuild a worn one, drop it when
         the store shrinks below the size that uses it. Writer only; the next save writes it.
+        A build stops a slice after ``stop`` is set, leaving the graph as it was.
 
         The build reads the flat vectors in place, outside the lock (searches meanwhile
         use the old graph or none): only the writer, which is here, changes the store.
@@ -253,7 +254,10 @@ class VectorStore:
             return
         started = time.monotonic()
         ids, vectors = self._arrays()
-        graph = Approximate.build(ids, vectors)
+        graph = Approximate.build(ids, vectors, stop)
+        if graph is None:
+            logger.info("stopped building the search graph; the next pass builds it")
+            return
         with self._lock:
             self._graph = graph
             self._graph_dirty = True

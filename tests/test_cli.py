@@ -321,3 +321,37 @@ def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Pat
     catalog.set_meta("vector_model", "sentence-transformers/all-MiniLM-L6-v2@x+int8;title+text")
     catalog.close()
     assert _index_settings(args).model_precision == "int8"
+
+
+def test_index_follows_the_files_the_index_takes_unless_told_otherwise(tmp_path: Path) -> None:
+    """A server ran with --exts, --exclude and --max-file-size: ``micro-rag index`` on the
+    same folder takes the same files, so neither undoes the other; flags given win."""
+    from micro_rag_mcp.catalog import Catalog
+    from micro_rag_mcp.cli import build_parser
+    from micro_rag_mcp.cli_commands import _index_settings
+    from micro_rag_mcp.main import build_parser as server_parser
+    from micro_rag_mcp.main import settings_from_args
+
+    data = tmp_path / "docs"
+    (data / "index").mkdir(parents=True)
+    parse = build_parser().parse_args
+    fresh = _index_settings(parse(["index", str(data)]))
+    assert fresh.exts and fresh.exclude == () and fresh.max_file_bytes == 100 * 1024 * 1024
+    server = settings_from_args(
+        server_parser().parse_args(
+            ["--data-folder", str(data), "--title", "t", "--inst", "i", "--exts", ".md,code",
+             "--exclude", "drafts/", "--max-file-size", "2"]
+        )
+    )  # fmt: skip
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3")
+    catalog.set_meta("scope", server.scope_record)
+    catalog.close()
+    followed = _index_settings(parse(["index", str(data)]))
+    assert followed.scope_record == server.scope_record
+    told = _index_settings(parse(["index", str(data), "--exts", ".txt", "--exclude", "old/"]))
+    assert told.exts == (".txt",) and told.exclude == ("old/",)
+    assert told.max_file_bytes == 2 * 1024 * 1024  # not given: the index's
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3")
+    catalog.set_meta("scope", '{"exts": [".exe"], "exclude": [], "max_file_bytes": 1}')
+    catalog.close()  # a record no flag would give is not followed
+    assert _index_settings(parse(["index", str(data)])).scope_record == fresh.scope_record

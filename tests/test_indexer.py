@@ -190,6 +190,19 @@ def test_chunking_change_re_chunks_every_file(data: Path) -> None:
     assert vector_ids(data / "index") == chunk_ids(data / "index")
 
 
+def test_a_pass_records_which_files_the_index_takes(data: Path) -> None:
+    write(data / "a.txt", "Apples.")
+    settings = make_settings(data, exts=(".txt",), exclude=("drafts/",))
+    engine = Engine(settings, FakeEmbedder)
+    engine.reindex()
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:
+        assert catalog.get_meta("scope") == settings.scope_record
+    finally:
+        catalog.close()
+    assert '".txt"' in settings.scope_record and '"drafts/"' in settings.scope_record
+
+
 def test_model_change_drops_and_rebuilds_every_vector(data: Path) -> None:
     write(data / "a.txt", "Apples.")
     first = Engine(make_settings(data), lambda: FakeEmbedder(64, "model-one"))

@@ -23,7 +23,6 @@ from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
-    DEFAULT_EXTS,
     DEFAULT_MAX_FILE_MB,
 )
 
@@ -90,17 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument(
         "--exts",
-        default=",".join(DEFAULT_EXTS),
         metavar="LIST",
-        help=f"Comma-separated extensions to index (default: {','.join(DEFAULT_EXTS)}).",
+        help="Comma-separated extensions and groups to index, as the server's --exts "
+        "(default: the index's, else docs).",
     )
     index.add_argument(
         "--exclude",
         action="append",
-        default=[],
         metavar="GLOB",
         help="Leave out paths matching this .gitignore-style pattern (repeatable), as the "
-        "server's --exclude.",
+        "server's --exclude (default: the index's, else none).",
     )
     index.add_argument(
         "--chunk-size",
@@ -118,9 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument(
         "--max-file-size",
         type=_between(0.001, float("inf"), float),
-        default=DEFAULT_MAX_FILE_MB,
         metavar="MB",
-        help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
+        help="Skip files larger than this many MB "
+        f"(default: the index's, else {DEFAULT_MAX_FILE_MB:g}).",
     )
     index.add_argument(
         "--shard",

@@ -9,18 +9,26 @@ never write and never create an index folder.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts, store_from_args
-from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Precision, Settings
+from micro_rag_mcp.settings import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_EXTS,
+    DEFAULT_MAX_FILE_MB,
+    Precision,
+    Settings,
+)
 from micro_rag_mcp.store import Store, StoreConfig
 
 if TYPE_CHECKING:
@@ -75,16 +83,36 @@ def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) 
         raise ConfigError("--chunk-size must be at least 50 characters")
     if not 0 <= overlap <= size // 2:
         raise ConfigError("--chunk-overlap must be between 0 and half of --chunk-size")
+    scope = _index_scope(IndexPaths(index)) if store is None else {}
     return Settings(
         data_folder=data,
         index_folder=index,
-        exts=parse_exts(args.exts),
-        exclude=parse_excludes(args.exclude),
+        exts=parse_exts(args.exts) if args.exts is not None else scope.get("exts", DEFAULT_EXTS),
+        exclude=parse_excludes(args.exclude)
+        if args.exclude is not None
+        else scope.get("exclude", ()),
         chunk_size=size,
         chunk_overlap=overlap,
-        max_file_bytes=int(args.max_file_size * 1024 * 1024),
+        max_file_bytes=int(args.max_file_size * 1024 * 1024)
+        if args.max_file_size is not None
+        else scope.get("max_file_bytes", int(DEFAULT_MAX_FILE_MB * 1024 * 1024)),
         model_precision=_store_precision(store) if store else _index_precision(IndexPaths(index)),
     )
+
+
+def _index_scope(paths: IndexPaths) -> dict[str, Any]:
+    """Which files an existing index takes (``Settings.scope_record``), so ``index`` does
+    not drop or add files a server's flags chose; {} for a new index or a record it cannot
+    use (each value is checked as its flag would be)."""
+    try:
+        record = json.loads(_recorded(paths, "scope") or "{}")
+        return {
+            "exts": parse_exts(",".join(record["exts"])),
+            "exclude": parse_excludes(record["exclude"]),
+            "max_file_bytes": max(1, int(record["max_file_bytes"])),
+        }
+    except (ValueError, TypeError, KeyError, ConfigError):
+        return {}
 
 
 def _recorded(paths: IndexPaths, key: str) -> str:

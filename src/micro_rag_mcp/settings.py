@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -51,6 +52,14 @@ class Settings:
     # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
     model_precision: Precision = "fp32"
     poll_interval_s: float = DEFAULT_POLL_S
+
+    @property
+    def scope_record(self) -> str:
+        """Which files the index takes (types, exclusions, size limit), as recorded in it so
+        that ``micro-rag index`` follows a server's flags unless told otherwise."""
+        return json.dumps(
+            {"exts": self.exts, "exclude": self.exclude, "max_file_bytes": self.max_file_bytes}
+        )
 
     @property
     def chunking_id(self) -> str:

@@ -163,6 +163,7 @@ class Writer:
         catalog = open_for_writing(self.paths)
         try:
             self._check_chunking(catalog)
+            self._record_scope(catalog)
             model = Model(
                 wait=self._model.get,
                 failed=lambda: self._model.state is ModelState.FAILED,
@@ -207,3 +208,14 @@ class Writer:
                 )
                 catalog.forget_stamps()
             catalog.set_meta("chunking", self.settings.chunking_id)
+
+    def _record_scope(self, catalog: Catalog) -> None:
+        stored = catalog.get_meta("scope")
+        if stored != self.settings.scope_record:
+            if stored is not None:
+                logger.warning(
+                    "the files to index changed from %s to %s: files outside them are removed",
+                    stored,
+                    self.settings.scope_record,
+                )
+            catalog.set_meta("scope", self.settings.scope_record)

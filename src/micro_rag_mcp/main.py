@@ -323,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = settings.index_folder if store is None else None
 
     def load() -> Embedder:
-        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir)
+        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
 
     folder = settings.data_folder if args.data_folder is not None else None
     serve_stdio(build_server(settings, load, store, folder=folder), signals)

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.embedder import MODEL_SHA256, load_embedder
+from micro_rag_mcp.embedder import MODEL_SHA256, find_model_dir, load_embedder
+from micro_rag_mcp.errors import ModelUnavailable
 from micro_rag_mcp.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
 
 
@@ -99,3 +100,21 @@ def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path
     assert saved.stat().st_mtime_ns == stamp  # read, not written again
     text = "Harbor cranes unload the cargo vessel."
     np.testing.assert_allclose(built.embed_query(text), again.embed_query(text), atol=1e-6)
+
+
+def test_weights_that_fail_their_checksum_are_refused_even_with_a_kept_graph(
+    tmp_path: Path,
+) -> None:
+    real = find_model_dir()
+    index = tmp_path / "index"
+    index.mkdir()
+    load_embedder(threads=1, cache_dir=index)  # keeps the graph of the pinned weights
+    damaged = tmp_path / "model"
+    damaged.mkdir()
+    for name in ("tokenizer.json", "config.json"):
+        (damaged / name).write_bytes((real / name).read_bytes())
+    weights = bytearray((real / "model.safetensors").read_bytes())
+    weights[len(weights) // 2] ^= 0xFF  # same length: onnxruntime would open it
+    (damaged / "model.safetensors").write_bytes(bytes(weights))
+    with pytest.raises(ModelUnavailable, match="sha256"):
+        load_embedder(threads=1, model_dir=damaged, cache_dir=index)

@@ -19,15 +19,15 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
-from micro_rag_mcp.graph_cache import cached_graph, graph_key
+from micro_rag_mcp.graph_cache import cached_graph, graph_key, kept_graph
 from micro_rag_mcp.heap import trim_heap
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -358,10 +359,17 @@ def open_mapped_session(
     from ``cache_dir`` (the index folder) when it was saved there for these weights, and
     saved there once built; with None it is built and nothing is written.
     """
+    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: _mapped_graph(model_dir))
+    return open_graph_session(model_dir, graph, options)
+
+
+def open_graph_session(
+    model_dir: Path, graph: bytes, options: onnxruntime.SessionOptions
+) -> onnxruntime.InferenceSession:
+    """A session on a graph whose external weights are ``model_dir``'s safetensors file."""
     options.add_session_config_entry(
         "session.model_external_initializers_file_folder_path", str(model_dir)
     )
-    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: _mapped_graph(model_dir))
     return open_session(graph, options)
 
 
@@ -433,17 +441,60 @@ def load_embedder(
     ``cache_dir`` keeps the built graph for the next load (see ``graph_cache``).
     """
     started = time.perf_counter()
-    model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
-    verified = time.perf_counter()
-    tokenizer = load_tokenizer(model_dir)
-    session = _create_session(model_dir, threads, quantize, work_dir, cache_dir)
+    kept = None if quantize or cache_dir is None else kept_graph(cache_dir, graph_key(MODEL_SHA256))
+    candidate = model_dir if model_dir is not None else _first_candidate()
+    loaded = None
+    if kept is not None and candidate is not None:
+        # A graph kept by an earlier start: the session opens from it while the weights'
+        # checksum (0.1-0.2 s) is computed beside it, and both are dropped if it fails.
+        loaded = _while_verifying(candidate, lambda: _open_kept(candidate, kept, threads))
+        model_dir = candidate
+    if loaded is None:
+        model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
+        tokenizer = load_tokenizer(model_dir)
+        loaded = tokenizer, _create_session(model_dir, threads, quantize, work_dir, cache_dir)
+    tokenizer, session = loaded
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
-        "loaded %s from %s in %.2fs (checksum %.2fs)",
+        "loaded %s from %s in %.2fs%s",
         MODEL_ID,
         model_dir,
         time.perf_counter() - started,
-        verified - started,
+        " (from the kept graph)" if kept is not None else "",
     )
     model_id = f"{MODEL_ID}+int8" if quantize else MODEL_ID
     return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)
+
+
+def _first_candidate() -> Path | None:
+    """The first installed model folder that has the files, not yet checksum-verified."""
+    for source in MODEL_SOURCES:
+        for package_dir in _package_dirs(source.package, None):
+            candidate = package_dir / source.subdir
+            if all((candidate / name).is_file() for name in REQUIRED_FILES):
+                return candidate
+    return None
+
+
+def _open_kept(
+    model_dir: Path, graph: bytes, threads: int | None
+) -> tuple[Tokenizer, onnxruntime.InferenceSession]:
+    return load_tokenizer(model_dir), open_graph_session(model_dir, graph, session_options(threads))
+
+
+def _while_verifying(model_dir: Path, build: Callable[[], _T]) -> _T | None:
+    """``build()`` while ``model_dir``'s checksum is computed in another thread (hashlib
+    lets go of the GIL): its result if the weights are the pinned ones, else None, whatever
+    the build made of them (the caller then verifies and builds the slow way, which says
+    what is wrong)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="micro-rag-checksum") as pool:
+        problem = pool.submit(_model_dir_problem, model_dir)
+        try:
+            built = build()
+        except Exception:
+            if problem.result() is not None:
+                return None
+            raise
+        return built if problem.result() is None else None

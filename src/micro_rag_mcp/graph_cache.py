@@ -58,6 +58,11 @@ def cached_graph(folder: Path | None, key: str, build: Callable[[], bytes]) -> b
     return graph
 
 
+def kept_graph(folder: Path, key: str) -> bytes | None:
+    """The graph saved in ``folder`` under ``key``, if there is a whole one."""
+    return read_graph(folder / GRAPH_FILE, key)
+
+
 def read_graph(path: Path, key: str) -> bytes | None:
     """The graph saved at ``path`` if it was built under ``key`` and is whole, else None."""
     try:

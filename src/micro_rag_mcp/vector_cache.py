@@ -101,7 +101,7 @@ class VectorCache:
     ) -> int:
         """How many catalog chunks have a vector in ``vectors`` (default: the store held)."""
         vectors = vectors if vectors is not None else self._store
-        if vectors is None:
+        if vectors is None or len(vectors) == 0:  # a pass that begins anew: nothing to count
             return 0
         import numpy as np
 

@@ -8,6 +8,7 @@ knows nothing of MCP; what it returns is in ``results``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -26,6 +27,7 @@ from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotI
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.reader_pool import ReaderPool
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
     Hit,
@@ -82,6 +84,7 @@ class Engine:
         self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
+        self._readers = ReaderPool(self.paths.catalog)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -110,6 +113,7 @@ class Engine:
         """
         self._stop.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._readers.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:
             self._startup.join(max(0.0, deadline - time.monotonic()))
@@ -208,15 +212,23 @@ class Engine:
         the model meanwhile.
         """
         notices: list[str] = []
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt:
-            self._model_notices(self._model.get(self.settings.model_wait_s), notices)
-            state = self._state(None)
-            notices.append(
-                "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
-            )
-            return SearchOutcome([], state, notices)
+        with contextlib.ExitStack() as held:
+            try:
+                catalog = held.enter_context(self._readers.reader())
+            except CatalogCorrupt:
+                self._model_notices(self._model.get(self.settings.model_wait_s), notices)
+                state = self._state(None)
+                notices.append(
+                    "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
+                )
+                return SearchOutcome([], state, notices)
+            hits, state = self._search_in(catalog, query, top_k, score_threshold, notices)
+        notices.extend(state_notices(state))
+        return SearchOutcome(hits, state, notices)
+
+    def _search_in(
+        self, catalog: Catalog, query: str, top_k: int, score_threshold: float, notices: list[str]
+    ) -> tuple[list[Hit], IndexState]:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog))
             try:
@@ -233,13 +245,9 @@ class Engine:
                 embedder, _ = pending.result()  # never leave it running on the catalog's behalf
             self._model_notices(embedder, notices)
             hits = self._mark_stale(hits, notices)
-            state = self._state(catalog, stats)
+            return hits, self._state(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-        finally:
-            catalog.close()
-        notices.extend(state_notices(state))
-        return SearchOutcome(hits, state, notices)
 
     def _vector_side(
         self, query: str, meta: tuple[str | None, str | None]

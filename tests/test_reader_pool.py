@@ -26,26 +26,23 @@ def paths_found(catalog: Catalog, word: str) -> set[str]:
     return {c.path for c in catalog.fetch(ids).values()}
 
 
-def test_a_reader_is_kept_and_sees_what_was_written_since(tmp_path: Path) -> None:
+@pytest.fixture
+def catalog_path(tmp_path: Path) -> Path:
     path = tmp_path / "catalog.sqlite3"
     store(path, "a.txt", "harbor cranes")
-    pool = ReaderPool(path)
+    return path
+
+
+def test_the_same_reader_serves_the_next_search_and_sees_what_was_written_since(
+    catalog_path: Path,
+) -> None:
+    pool = ReaderPool(catalog_path)
     with pool.reader() as first:
         assert paths_found(first, "harbor") == {"a.txt"}
-    store(path, "b.txt", "harbor tugs")
-    with pool.reader() as second:
-        assert paths_found(second, "harbor") == {"a.txt", "b.txt"}
-    pool.close()
-
-
-def test_the_same_connection_serves_the_next_search(tmp_path: Path) -> None:
-    path = tmp_path / "catalog.sqlite3"
-    store(path, "a.txt", "harbor cranes")
-    pool = ReaderPool(path)
-    with pool.reader() as first:
-        pass
+    store(catalog_path, "b.txt", "harbor tugs")
     with pool.reader() as second:
         assert second is first
+        assert paths_found(second, "harbor") == {"a.txt", "b.txt"}
     pool.close()
 
 
@@ -65,10 +62,8 @@ def test_a_catalog_replaced_on_disk_gets_a_new_reader(tmp_path: Path) -> None:
     pool.close()
 
 
-def test_a_reader_that_failed_is_not_kept(tmp_path: Path) -> None:
-    path = tmp_path / "catalog.sqlite3"
-    store(path, "a.txt", "harbor cranes")
-    pool = ReaderPool(path)
+def test_a_reader_that_failed_is_not_kept(catalog_path: Path) -> None:
+    pool = ReaderPool(catalog_path)
     with pytest.raises(RuntimeError), pool.reader() as failed:
         raise RuntimeError("the search failed")
     with pool.reader() as after:

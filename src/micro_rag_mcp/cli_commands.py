@@ -186,6 +186,7 @@ def _embedder_loader(settings: Settings, *, local: bool = True) -> Callable[[], 
             threads=threads,
             quantize=settings.model_precision == "int8",
             work_dir=settings.index_folder if local else None,
+            cache_dir=settings.index_folder if local else None,
         )
 
     return load

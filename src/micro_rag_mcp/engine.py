@@ -8,23 +8,26 @@ knows nothing of MCP; what it returns is in ``results``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from micro_rag_mcp.ann import APPROXIMATE_FROM
 from micro_rag_mcp.arguments import shown
-from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.changes import stale_files
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.reader_pool import ReaderPool
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
     Hit,
@@ -38,23 +41,22 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
-from micro_rag_mcp.search import SearchParams, hybrid_search
+from micro_rag_mcp.search import SearchParams, VectorSide, search_beside
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
 from micro_rag_mcp.status import summarize
-from micro_rag_mcp.vector_cache import VectorCache
+from micro_rag_mcp.vector_cache import VectorCache, reader_meta
 from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
 logger = logging.getLogger(__name__)
 
 WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be set up
+SEARCH_THREADS = 4  # searches whose vector channel can run at once
+
+_T = TypeVar("_T")
 
 
 class Engine:
@@ -81,6 +83,8 @@ class Engine:
         )
         self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
         self._startup: threading.Thread | None = None
+        self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
+        self._readers = ReaderPool(self.paths.catalog)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -108,6 +112,8 @@ class Engine:
         process exits (onnxruntime aborts the process if one does).
         """
         self._stop.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._readers.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:
             self._startup.join(max(0.0, deadline - time.monotonic()))
@@ -198,12 +204,85 @@ class Engine:
     # -- search ----------------------------------------------------------------------
 
     def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome:
+        """The best passages for the query, with the index's state and any notices.
+
+        The query's embedding and the vector channel run in a thread of their own while
+        this one runs the keyword channel and counts the catalog: at a million chunks each
+        channel takes several milliseconds, and the first search after a start waits for
+        the model meanwhile.
+        """
         notices: list[str] = []
+        with contextlib.ExitStack() as held:
+            try:
+                catalog = held.enter_context(self._readers.reader())
+            except CatalogCorrupt:
+                self._model_notices(self._model.get(self.settings.model_wait_s), notices)
+                state = self._state(None)
+                notices.append(
+                    "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
+                )
+                return SearchOutcome([], state, notices)
+            hits, state = self._search_in(catalog, query, top_k, score_threshold, notices)
+        notices.extend(state_notices(state))
+        return SearchOutcome(hits, state, notices)
+
+    def _search_in(
+        self, catalog: Catalog, query: str, top_k: int, score_threshold: float, notices: list[str]
+    ) -> tuple[list[Hit], IndexState]:
+        try:
+            pending = self._beside(self._vector_side, query, reader_meta(catalog))
+            try:
+                stats = self._stats.get(catalog)
+                hits = search_beside(
+                    catalog,
+                    query,
+                    lambda: pending.result()[1],
+                    top_k=top_k,
+                    score_threshold=score_threshold,
+                    params=self.params,
+                )
+            finally:
+                # Even after a failure here: no model call may outlive the search (a process
+                # that exits during one is aborted by onnxruntime).
+                wait([pending])
+            embedder, _ = pending.result()
+            self._model_notices(embedder, notices)
+            hits = self._mark_stale(hits, notices)
+            return hits, self._state(catalog, stats)
+        except sqlite3.DatabaseError as e:
+            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
+
+    def _vector_side(
+        self, query: str, meta: tuple[str | None, str | None]
+    ) -> tuple[Embedder | None, VectorSide | None]:
+        """The model (waiting for it as long as a search may), and the vector channel's
+        part of the search if the model and the vectors are there."""
         embedder = self._model.get(self.settings.model_wait_s)
-        query_vector: npt.NDArray[np.float32] | None = None
+        if embedder is None or "vector" not in self.params.channels:
+            return embedder, None
+        query_vector = embedder.embed_query(query)
+        store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
+        if store is None:
+            return embedder, None
+        hits = store.search(query_vector, self.params.depth)
+        return embedder, VectorSide(store, query_vector, hits)
+
+    def _beside(self, fn: Callable[..., _T], *args: object) -> Future[_T]:
+        """``fn(*args)`` in the search threads (here, once the engine is stopping)."""
+        try:
+            return self._pool.submit(fn, *args)
+        except RuntimeError:  # the pool is shut down: the engine is stopping
+            done: Future[_T] = Future()
+            try:
+                done.set_result(fn(*args))
+            except Exception as e:
+                done.set_exception(e)
+            return done
+
+    def _model_notices(self, embedder: Embedder | None, notices: list[str]) -> None:
         if embedder is not None:
-            query_vector = embedder.embed_query(query)
-        elif self._model.state is ModelState.FAILED:
+            return
+        if self._model.state is ModelState.FAILED:
             notices.append(
                 f"the embedding model is unavailable ({self._model.error}); "
                 "results come from keyword search only and carry no score"
@@ -213,37 +292,6 @@ class Engine:
                 "the embedding model is still loading; results come from "
                 "keyword search only and carry no score"
             )
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt:
-            state = self._state(None)
-            notices.append(
-                "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
-            )
-            return SearchOutcome([], state, notices)
-        try:
-            vectors = (
-                self._vectors.for_reader(catalog, embedder, writing=self._writer.running)
-                if embedder is not None
-                else None
-            )
-            hits = hybrid_search(
-                catalog,
-                vectors,
-                query,
-                query_vector,
-                top_k=top_k,
-                score_threshold=score_threshold,
-                params=self.params,
-            )
-            hits = self._mark_stale(hits, notices)
-            state = self._state(catalog)
-        except sqlite3.DatabaseError as e:
-            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-        finally:
-            catalog.close()
-        notices.extend(state_notices(state))
-        return SearchOutcome(hits, state, notices)
 
     # -- read ------------------------------------------------------------------------
 
@@ -307,8 +355,9 @@ class Engine:
         finally:
             catalog.close()
 
-    def _state(self, catalog: Catalog | None) -> IndexState:
-        stats = self._stats.get(catalog) if catalog is not None else None
+    def _state(self, catalog: Catalog | None, stats: CatalogStats | None = None) -> IndexState:
+        if stats is None and catalog is not None:
+            stats = self._stats.get(catalog)
         with_vectors = self._vectors.count(catalog, stats) if catalog is not None and stats else 0
         progress = self._writer.progress
         indexing = self._writer.running

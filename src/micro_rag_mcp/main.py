@@ -310,21 +310,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
     from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.server import build_server
+    from micro_rag_mcp.model import Preload
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    int8 = settings.model_precision == "int8"
+    work_dir = settings.index_folder if store is None else None
+
+    def load() -> Embedder:
+        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
+
+    # The model loads while the MCP SDK is imported (most of the time to the handshake):
+    # the first search waits for it, and it is often the last thing that search waits for.
+    preload = Preload(load)
+    from micro_rag_mcp.server import build_server
+
     greet_a_person(settings)
     if store is None:
         logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
     else:
         logger.info("serving the store %s", store.url)
-    int8 = settings.model_precision == "int8"
-    work_dir = settings.index_folder if store is None else None
-
-    def load() -> Embedder:
-        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir)
-
     folder = settings.data_folder if args.data_folder is not None else None
-    serve_stdio(build_server(settings, load, store, folder=folder), signals)
+    serve_stdio(build_server(settings, preload.result, store, folder=folder), signals)
     return 0

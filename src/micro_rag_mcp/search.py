@@ -146,6 +146,15 @@ def convex(
     return fused
 
 
+@dataclass(frozen=True, slots=True)
+class VectorSide:
+    """The vector channel's part of one search: the store, the query's vector, its hits."""
+
+    store: VectorStore
+    query_vector: npt.NDArray[np.float32]
+    hits: list[tuple[int, float]]
+
+
 def hybrid_search(
     catalog: Catalog,
     vectors: VectorStore | None,
@@ -161,33 +170,43 @@ def hybrid_search(
     Candidates are fused first; rows (text and citation) are then fetched best first, a
     window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
     """
-    use_vectors = query_vector is not None and vectors is not None and "vector" in params.channels
+    side = None
+    if query_vector is not None and vectors is not None and "vector" in params.channels:
+        side = VectorSide(vectors, query_vector, vectors.search(query_vector, params.depth))
+    return search_beside(
+        catalog, query, lambda: side, top_k=top_k, score_threshold=score_threshold, params=params
+    )
+
+
+def search_beside(
+    catalog: Catalog,
+    query: str,
+    vector_side: Callable[[], VectorSide | None],
+    *,
+    top_k: int,
+    score_threshold: float,
+    params: SearchParams = SearchParams(),
+) -> list[Hit]:
+    """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
+    (None: it did not run). It is asked once the keyword channel is done, so a caller that
+    starts the query's embedding and vector search in another thread first has both
+    channels run at once (SQLite, onnxruntime and FAISS let go of the GIL).
+    """
     with catalog.snapshot():
-        vector_hits: list[tuple[int, float]] = []
-        if use_vectors:
-            assert vectors is not None and query_vector is not None
-            vector_hits = vectors.search(query_vector, params.depth)
-        keyword_hits: list[tuple[int, float]] = []
-        stopwords = params.stopwords if params.drop_stopwords else frozenset()
-        terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
-        if terms:
-            keyword_hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
-        cjk = cjk_query(query) if "keyword" in params.channels else None
-        if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
-            keyword_hits = _merged(keyword_hits, catalog.cjk_search(cjk, params.depth))
+        keyword_hits, keyword_ran = keyword_candidates(catalog, query, params)
+        side = vector_side() if "vector" in params.channels else None
+        vector_hits = side.hits if side is not None else []
         cosine = dict(vector_hits)
-        if use_vectors:
-            assert vectors is not None and query_vector is not None
+        heads: dict[int, int] = {}
+        head_cosine: dict[int, float] = {}
+        if side is not None:
             # Keyword candidates get their cosine too: the threshold and the fusion use it.
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
-            cosine.update(vectors.similarity(query_vector, unscored))
-        head_cosine: dict[int, float] = {}
-        heads: dict[int, int] = {}
-        if use_vectors and params.fusion != "rrf" and params.head_weight != 0:
-            assert vectors is not None and query_vector is not None
-            heads = catalog.head_ids(list(cosine))
-            missing = [h for h in set(heads.values()) if h not in cosine]
-            head_cosine = vectors.similarity(query_vector, missing)
+            cosine.update(side.store.similarity(side.query_vector, unscored))
+            if params.fusion != "rrf" and params.head_weight != 0:
+                heads = catalog.head_ids(list(cosine))
+                missing = [h for h in set(heads.values()) if h not in cosine]
+                head_cosine = side.store.similarity(side.query_vector, missing)
         ranking = fuse(
             Candidates(
                 vector=vector_hits,
@@ -195,12 +214,30 @@ def hybrid_search(
                 cosine=cosine,
                 heads=heads,
                 head_cosine=head_cosine,
-                vector_ran=use_vectors,
-                keyword_ran=bool(terms) or cjk is not None,
+                vector_ran=side is not None,
+                keyword_ran=keyword_ran,
             ),
             params,
         )
         return best_hits(catalog.fetch, ranking, top_k, score_threshold)
+
+
+def keyword_candidates(
+    catalog: Catalog, query: str, params: SearchParams
+) -> tuple[list[tuple[int, float]], bool]:
+    """The keyword channel's best ``depth`` chunks with their BM25 scores, and whether it
+    ran at all (the query has a word, or a CJK run, and the channel is on)."""
+    if "keyword" not in params.channels:
+        return [], False
+    stopwords = params.stopwords if params.drop_stopwords else frozenset()
+    terms = query_terms(query, stopwords=stopwords)
+    hits: list[tuple[int, float]] = []
+    if terms:
+        hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
+    cjk = cjk_query(query)
+    if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
+        hits = _merged(hits, catalog.cjk_search(cjk, params.depth))
+    return hits, bool(terms) or cjk is not None
 
 
 def _merged(

@@ -64,7 +64,14 @@ class VectorCache:
         self, catalog: Catalog, embedder: Embedder, *, writing: bool
     ) -> VectorStore | None:
         """The freshest vectors: the writer's while ``writing``, else the file's latest save."""
-        owner = catalog.get_meta("catalog_id")
+        return self.for_catalog(reader_meta(catalog), embedder, writing=writing)
+
+    def for_catalog(
+        self, meta: tuple[str | None, str | None], embedder: Embedder, *, writing: bool
+    ) -> VectorStore | None:
+        """``for_reader`` for a catalog whose ``reader_meta`` was read already (by another
+        thread: a connection serves one thread at a time)."""
+        owner, vector_model = meta
         path = self.paths.vectors
         with self._lock:
             current = self._store
@@ -73,7 +80,7 @@ class VectorCache:
             )
             if current is not None and current.owner == owner and fresh:
                 return current
-            if not path.exists() or catalog.get_meta("vector_model") != vector_space(embedder):
+            if not path.exists() or vector_model != vector_space(embedder):
                 self._store = None
                 return None
             self._store = self._load(embedder, owner, mapped=True)
@@ -94,7 +101,7 @@ class VectorCache:
     ) -> int:
         """How many catalog chunks have a vector in ``vectors`` (default: the store held)."""
         vectors = vectors if vectors is not None else self._store
-        if vectors is None:
+        if vectors is None or len(vectors) == 0:  # a pass that begins anew: nothing to count
             return 0
         import numpy as np
 
@@ -105,3 +112,8 @@ class VectorCache:
                 self._count = int(np.isin(ids, vectors.ids(), assume_unique=True).sum())
                 self._count_key = key
             return self._count
+
+
+def reader_meta(catalog: Catalog) -> tuple[str | None, str | None]:
+    """What a reader's vectors must match: the catalog's id and the vector space it holds."""
+    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model")

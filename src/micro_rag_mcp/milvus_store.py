@@ -42,7 +42,8 @@ IDENTITY_KEY = "micro_rag.identity"
 CONNECT_TIMEOUT_S = 5.0
 RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
-INSERT_BATCH = 256
+INSERT_BATCH = 1024  # rows per insert or upsert request, at most
+INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
 MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
 _SMALL_BYTES = 2048
@@ -117,6 +118,18 @@ def _in(field: str, values: Iterable[str | int]) -> str:
 def _batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
     for i in range(0, len(items), n):
         yield items[i : i + n]
+
+
+def _sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
+    """``rows`` in requests of at most ``INSERT_BATCH`` rows and about ``INSERT_BYTES``."""
+    start, size = 0, 0
+    for i, row in enumerate(rows):
+        size += len(row["text"]) + len(row["keywords"]) + 4 * len(row["dense"])
+        if i + 1 - start >= INSERT_BATCH or size >= INSERT_BYTES:
+            yield rows[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(rows):
+        yield rows[start:]
 
 
 def _clip(text: str, limit: int = _SMALL_BYTES) -> str:
@@ -388,6 +401,20 @@ class MilvusIndex:
         for batch in _batched(rows, INSERT_BATCH):
             self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
 
+    def seal(self) -> None:
+        """Seal what was written into indexed segments (Milvus's ``flush``).
+
+        Until then rows sit in growing segments, which milvus-lite searches by brute force
+        (a search over 6,000 fresh chunks took 2.2 s, 0.2 s once sealed). A cluster seals
+        on its own by size and time, so this is asked once per pass, not per write.
+        """
+
+        def seal(c: Any) -> None:
+            for name in (self.chunks, self.files_name):
+                c.flush(name)
+
+        self._call(seal)
+
     def drop_file(self, path: str) -> None:
         self._call(lambda c: c.delete(self.files_name, filter=f"path == {literal(path)}"))
 
@@ -404,9 +431,9 @@ class MilvusIndex:
     # -- chunks ----------------------------------------------------------------------
 
     def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """Store chunk rows (``chunk_rows``), a few hundred per request; their new ids."""
+        """Store chunk rows (``chunk_rows``), up to ``INSERT_BATCH`` per request; their new ids."""
         ids: list[int] = []
-        for batch in _batched(rows, INSERT_BATCH):
+        for batch in _sized(rows):
             done = self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
             ids.extend(int(i) for i in done["ids"])
         return ids

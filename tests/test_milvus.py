@@ -292,6 +292,18 @@ def test_two_workers_on_disjoint_shards_cover_the_folder(
     assert "fox.txt" not in workers[0].index.files()
 
 
+def test_a_worker_is_sent_only_the_file_rows_of_its_share(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    store_engine(folder, config).reindex()
+    index = MilvusIndex(config)
+    for n in (2, 3):
+        shares = [set(index.files(shard=(i, n))) for i in range(1, n + 1)]
+        assert shares == [{p for p in FILES if in_shard(p, (i, n))} for i in range(1, n + 1)]
+    assert set(index.files("ok", (1, 1))) == set(FILES)
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "micro_rag_mcp.cli", *args], capture_output=True, text=True
@@ -390,3 +402,15 @@ def test_a_store_without_stemmed_keywords_is_refused_not_mixed(
     with pytest.raises(StoreMismatch, match="earlier release"):
         store_engine(folder, config).search("fox")
     assert MilvusIndex(config).count_chunks() == 0
+
+
+def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_server(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    engine = store_engine(folder, config)
+    made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
+    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    with pytest.raises(StoreMismatch, match="earlier release .* files"):
+        engine.reindex()
+    assert store_engine(folder, config).search("fox").notices  # read, not refused

@@ -1,5 +1,9 @@
 """The index in Milvus: a chunks collection and a files collection, and every query on them.
 
+``NAME_files`` also holds each path's ``shard_key`` (``store.shard_key``), so a worker
+of share I/N asks for its own file rows with one range filter rather than reading every
+row of the folder.
+
 ``NAME_chunks`` holds each chunk's text, citation fields, dense vector and a BM25 sparse
 vector that Milvus computes (a BM25 function, no model) from ``keywords``: the title and
 text stemmed as the embedded store's FTS5 index stems them (``text`` stays as written,
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
 from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
 from micro_rag_mcp.stemming import stemmed
-from micro_rag_mcp.store import StoreConfig
+from micro_rag_mcp.store import StoreConfig, shard_key, shard_range
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "micro_rag.identity"
+# Recorded in the identity: how file rows are laid out (a worker needs their shard keys).
+FILES_LAYOUT = "shard-key-range-1"
 CONNECT_TIMEOUT_S = 5.0
 RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
@@ -75,6 +81,7 @@ _FILE_FIELDS = [
     "head_id",
     "indexed_at",
 ]
+
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
 # the index, as in FTS5 (they count in a chunk's length); queries leave them out.
@@ -244,7 +251,7 @@ class MilvusIndex:
             if not c.has_collection(self.files_name):
                 schema = c.create_schema(auto_id=False)
                 schema.add_field("path", DataType.VARCHAR, is_primary=True, max_length=4096)
-                for name in ("size", "mtime_ns", "version", "previous", "head_id"):
+                for name in ("size", "mtime_ns", "version", "previous", "head_id", "shard_key"):
                     schema.add_field(name, DataType.INT64)
                 for name in ("ext", "checksum", "status"):
                     schema.add_field(name, DataType.VARCHAR, max_length=256)
@@ -254,6 +261,7 @@ class MilvusIndex:
                 index = c.prepare_index_params()
                 index.add_index(field_name="unused", index_type="FLAT", metric_type="L2")
                 index.add_index(field_name="status", index_type="INVERTED")  # the counts
+                index.add_index(field_name="shard_key", index_type="STL_SORT")  # a share
                 _create(c, self.files_name, schema=schema, index_params=index)
             if not c.has_collection(self.chunks):
                 _create(
@@ -341,9 +349,16 @@ class MilvusIndex:
 
     # -- files -----------------------------------------------------------------------
 
-    def files(self, status: str | None = None) -> dict[str, FileRow]:
-        """Every file row (or those of one status), by path."""
-        where = f"status == {literal(status)}" if status else 'path != ""'
+    def files(
+        self, status: str | None = None, shard: tuple[int, int] | None = None
+    ) -> dict[str, FileRow]:
+        """Every file row (or those of one status, of one share), by path; the store
+        selects them."""
+        conditions = [f"status == {literal(status)}"] if status else []
+        if shard is not None:
+            low, high = shard_range(shard)
+            conditions.append(f"shard_key >= {low} and shard_key < {high}")
+        where = " and ".join(conditions) or 'path != ""'
 
         def scan(c: Any) -> list[dict[str, Any]]:
             rows: list[dict[str, Any]] = []
@@ -393,6 +408,7 @@ class MilvusIndex:
                 "version": f.version,
                 "previous": f.previous,
                 "head_id": f.head_id,
+                "shard_key": shard_key(f.record.path),
                 "indexed_at": now,
                 "unused": [0.0, 0.0],
             }

@@ -80,7 +80,7 @@ def sync_store(
     """Make the store match this shard's files in scope; returns what changed and how
     many chunks were embedded."""
     counts = SyncCounts()
-    known = {p: r for p, r in index.files().items() if in_shard(p, shard)}
+    known = index.files(shard=shard)  # the store sends this share's rows only
     listing = scan(scan_rules(settings), scope)
     found = [f for f in listing.files if in_shard(f.rel, shard)]
     gone = gone_paths(known, listing, scope)

@@ -316,6 +316,8 @@ def test_a_server_and_a_worker_side_by_side_with_the_real_model(
     url = milvus.url()
     done = cli("index", str(folder), "--store", url, "--shard", "1/1")
     assert done.returncode == 0, done.stderr
+    status = cli("status", str(folder), "--store", url)
+    assert "not known" in status.stdout and f"{len(FILES)} indexed" in status.stdout
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "micro_rag_mcp", "--title", "Docs", "--inst", "Search.", "--store", url],

@@ -350,7 +350,7 @@ class MilvusEngine:
             chunks_with_vectors=chunks,
             vector_model=identity.get("vector_space"),
             chunking=identity.get("chunking"),
-            size_bytes=0,  # the store's own business: Milvus does not tell a client
+            size_bytes=None,  # Milvus tells a client row counts, not bytes
             last_indexed_at=max((r.indexed_at for r in files.values()), default=None),
             writer=None,
         )

@@ -31,7 +31,10 @@ _MEMO_WORDS = 1 << 17
 
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased and without diacritics, in order."""
-    decomposed = unicodedata.normalize("NFD", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # nothing to decompose: skip the per-character pass
+        return _WORD.findall(lowered)
+    decomposed = unicodedata.normalize("NFD", lowered)
     plain = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
     return _WORD.findall(unicodedata.normalize("NFC", plain))
 

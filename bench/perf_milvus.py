@@ -191,7 +191,8 @@ def memory(pid: str | int) -> dict[str, int]:
 
 
 def child(kind: str, folder: Path, url: str, extra: dict[str, object]) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, kind, str(folder), url, json.dumps(extra)],
         stdout=subprocess.PIPE,

@@ -199,6 +199,38 @@ def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_stor
         store.stop()
 
 
+def test_a_cjk_run_inside_a_passage_is_found_by_keyword_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    data = write_folder(
+        tmp_path / "docs",
+        {
+            "zh.txt": "北京大学的图书馆藏有许多古籍。研究人员每天都来查阅资料。",
+            "ja.md": "# 報告\n\n東京都庁の職員は毎朝九時に会議を開きます。",
+            "ko.txt": "서울특별시청은 매일 아침 회의를 엽니다.",
+            "mixed.txt": "The Shinkansen から見た富士山 was beautiful at dawn.",
+            "en.txt": "Ordinary English text about libraries and meetings.",
+        },
+    )
+    store = store_engine(data, milvus.config())
+    store.params = SearchParams(channels=("keyword",))
+    try:
+        store.reindex()
+        expected = {
+            "图书馆": "zh.txt",
+            "古籍": "zh.txt",  # inside a run, not at its start
+            "都庁": "ja.md",
+            "会議": "ja.md",
+            "회의를": "ko.txt",
+            "富士山 Shinkansen": "mixed.txt",
+        }
+        for query, path in expected.items():
+            assert [h.chunk.path for h in store.search(query, 5, -1.0).hits][:1] == [path], query
+        assert store.search("東", 5, -1.0).hits == []  # one character is no run
+    finally:
+        store.stop()
+
+
 def test_read_needs_no_copy_of_the_folder(milvus: MilvusServer, folder: Path) -> None:
     config = milvus.config()
     writer = store_engine(folder, config)

@@ -30,7 +30,7 @@ from micro_rag_mcp.errors import (
 )
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_search import store_search
-from micro_rag_mcp.milvus_store import FILES_LAYOUT, MilvusIndex, stored_chunk
+from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex, stored_chunk
 from micro_rag_mcp.milvus_sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
@@ -49,7 +49,6 @@ from micro_rag_mcp.results import (
 from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
-from micro_rag_mcp.stemming import STEMMING_ID
 from micro_rag_mcp.store import StoreConfig
 
 if TYPE_CHECKING:
@@ -115,7 +114,7 @@ class MilvusEngine:
         return {
             "vector_space": vector_space(embedder),
             "chunking": self.settings.chunking_id,
-            "keywords": STEMMING_ID,
+            "keywords": KEYWORDS_ID,
             "files": FILES_LAYOUT,
         }
 
@@ -243,7 +242,7 @@ class MilvusEngine:
         wanted = {"keywords"} if embedder is None else {"keywords", "vector_space"}
         if wanted <= self._checked:
             return
-        ours = {"keywords": STEMMING_ID} if embedder is None else self.identity(embedder)
+        ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
         self.index.check_identity(ours, sorted(wanted))
         self._checked |= wanted
 

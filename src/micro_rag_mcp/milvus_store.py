@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
+from micro_rag_mcp.cjk import gram_tokens
 from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
-from micro_rag_mcp.stemming import stemmed
+from micro_rag_mcp.stemming import STEMMING_ID, stemmed
 from micro_rag_mcp.store import StoreConfig, shard_key, shard_range
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "micro_rag.identity"
+# Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
+KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1"
 # Recorded in the identity: how file rows are laid out (a worker needs their shard keys).
 FILES_LAYOUT = "shard-key-range-1"
 CONNECT_TIMEOUT_S = 5.0
@@ -84,7 +87,9 @@ _FILE_FIELDS = [
 
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
-# the index, as in FTS5 (they count in a chunk's length); queries leave them out.
+# the index, as in FTS5 (they count in a chunk's length); queries leave them out. CJK
+# runs are also stored as their bigrams, each one ASCII word (``cjk.gram_token``): the
+# standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 T = TypeVar("T")
 
@@ -494,10 +499,10 @@ class MilvusIndex:
         )
         return [_hit(h, h["distance"]) for h in found[0]]
 
-    def keyword(self, text: str, limit: int) -> list[ChunkHit]:
-        """BM25 matches of ``text``, stemmed as the stored keywords are (milvus-lite
-        reports the score negated: taken as is)."""
-        text = stemmed(text)
+    def keyword(self, text: str, limit: int, grams: Sequence[str] = ()) -> list[ChunkHit]:
+        """BM25 matches of ``text``, stemmed as the stored keywords are, and of the CJK
+        bigram words ``grams`` (milvus-lite reports the score negated: taken as is)."""
+        text = " ".join(filter(None, (stemmed(text), *grams)))
         if not text:
             return []
         found = self._call(
@@ -563,11 +568,16 @@ def chunk_rows(
             "text": c.text,
             "section": _clip(c.section or ""),
             "locator": _clip(c.locator or ""),
-            "keywords": _clip(stemmed(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
+            "keywords": _clip(keyword_text(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
             "dense": [float(x) for x in v],
         }
         for c, v in zip(chunks, vectors, strict=True)
     ]
+
+
+def keyword_text(text: str) -> str:
+    """What the BM25 function reads: the stemmed words, then the CJK bigram words."""
+    return " ".join([stemmed(text), *gram_tokens(text)]).strip()
 
 
 def _dropped(e: Exception) -> bool:

@@ -49,6 +49,7 @@ KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1"
 # Recorded in the identity: how file rows are laid out (a worker needs their shard keys).
 FILES_LAYOUT = "shard-key-range-1"
 CONNECT_TIMEOUT_S = 5.0
+KEEPALIVE_MS = 300_000
 RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
@@ -189,9 +190,14 @@ class MilvusIndex:
                 token=self.config.token,
                 db_name=self.config.database,
                 timeout=CONNECT_TIMEOUT_S,
-                # No keepalive pings while idle: a server that limits them (milvus-lite)
-                # sends an idle client away after a few, and its next call fails.
-                grpc_options={"grpc.keepalive_permit_without_calls": 0},
+                # Pings no more often than gRPC servers accept by default (5 min), and none
+                # while idle: pymilvus pings every 10 s, and a server that limits pings
+                # (milvus-lite) sends such a client away during a long call (a seal) or
+                # when idle, and its next call fails.
+                grpc_options={
+                    "grpc.keepalive_time_ms": KEEPALIVE_MS,
+                    "grpc.keepalive_permit_without_calls": 0,
+                },
             )
             client.list_collections(timeout=CONNECT_TIMEOUT_S)
         except Exception as e:

@@ -50,6 +50,7 @@ KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1"
 FILES_LAYOUT = "shard-key-range-1"
 CONNECT_TIMEOUT_S = 5.0
 KEEPALIVE_MS = 300_000
+REFUSED_WAIT_S = 1.5  # after a refused connection, times the attempt
 RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
@@ -182,26 +183,36 @@ class MilvusIndex:
     def _connected(self) -> Any:
         # pymilvus logs every failed call with its traceback at ERROR; ours says it once.
         logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return self._client_once()
+            except Exception as e:
+                # A server that sent a connection away for its pings refuses the next one
+                # for gRPC's reconnect back-off (1 s at first): it answered, so try again.
+                if attempt == RETRIES or "too many pings" not in str(e).lower():
+                    raise self._unavailable(e) from e
+                logger.info("the store refused a connection (%s); connecting again", e)
+            time.sleep(REFUSED_WAIT_S * attempt)
+        raise AssertionError("unreachable")
+
+    def _client_once(self) -> Any:
         from pymilvus import MilvusClient
 
-        try:
-            client = MilvusClient(
-                uri=self.config.uri,
-                token=self.config.token,
-                db_name=self.config.database,
-                timeout=CONNECT_TIMEOUT_S,
-                # Pings no more often than gRPC servers accept by default (5 min), and none
-                # while idle: pymilvus pings every 10 s, and a server that limits pings
-                # (milvus-lite) sends such a client away during a long call (a seal) or
-                # when idle, and its next call fails.
-                grpc_options={
-                    "grpc.keepalive_time_ms": KEEPALIVE_MS,
-                    "grpc.keepalive_permit_without_calls": 0,
-                },
-            )
-            client.list_collections(timeout=CONNECT_TIMEOUT_S)
-        except Exception as e:
-            raise self._unavailable(e) from e
+        client = MilvusClient(
+            uri=self.config.uri,
+            token=self.config.token,
+            db_name=self.config.database,
+            timeout=CONNECT_TIMEOUT_S,
+            # Pings no more often than gRPC servers accept by default (5 min), and none
+            # while idle: pymilvus pings every 10 s, and a server that limits pings
+            # (milvus-lite) sends such a client away during a long call (a seal) or
+            # when idle, and its next call fails.
+            grpc_options={
+                "grpc.keepalive_time_ms": KEEPALIVE_MS,
+                "grpc.keepalive_permit_without_calls": 0,
+            },
+        )
+        client.list_collections(timeout=CONNECT_TIMEOUT_S)
         return client
 
     def close(self) -> None:

@@ -11,6 +11,9 @@ ranks, are scored against the question's ``relevant_files``:
 
     .venv/bin/python -m bench.folder_qa --dataset ../shared/eval/sec10q_dev
 
+``--store milvus://...`` indexes and searches a Milvus store instead of ``<work>/index``
+(the server's ``--store`` path), to compare the two stores on the same questions.
+
 The dataset folder holds ``questions.jsonl`` (``id``, ``question``, ``relevant_files``
 as paths relative to the dataset folder) and the files those paths name.
 """
@@ -31,9 +34,9 @@ from pathlib import Path
 from bench import work_folder
 from bench.metrics import dedupe, percentile
 from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import DEFAULT_EXTS, Settings
+from micro_rag_mcp.store import Store, StoreConfig, open_store, parse_store_url
 
 logger = logging.getLogger("bench")
 
@@ -66,12 +69,28 @@ def copy_files(source: Path, docs: Path, rel_paths: Sequence[str]) -> None:
             shutil.copyfile(src, dst)
 
 
+def open_engine(
+    settings: Settings,
+    embedder: Embedder,
+    store: StoreConfig | None,
+    params: SearchParams | None = None,
+) -> Store:
+    """The embedded index of ``settings`` or the Milvus store ``store``, as the server opens it."""
+    folder = settings.data_folder if store is not None else None
+    return open_store(settings, lambda: embedder, store, folder=folder, params=params)
+
+
 def index_folder(
-    docs: Path, index: Path, embedder: Embedder, exts: tuple[str, ...] = DEFAULT_EXTS
+    docs: Path,
+    index: Path,
+    embedder: Embedder,
+    exts: tuple[str, ...] = DEFAULT_EXTS,
+    store: StoreConfig | None = None,
 ) -> Settings:
-    """Bring ``index`` up to date with ``docs`` through the real reindex; log the report."""
+    """Bring ``index`` (or ``store``) up to date with ``docs`` through the real reindex;
+    log the report."""
     settings = Settings(data_folder=docs, index_folder=index, exts=exts, model_wait_s=600.0)
-    engine = Engine(settings, lambda: embedder)
+    engine = open_engine(settings, embedder, store)
     engine.load_model()
     started = time.perf_counter()
     report = engine.reindex()
@@ -104,9 +123,10 @@ def rank_files(
     queries: Sequence[str],
     top_k: int = 20,
     score_threshold: float = 0.0,
+    store: StoreConfig | None = None,
 ) -> tuple[list[list[str]], list[float]]:
     """For each query, the distinct files of its hits, best first; and the latencies (ms)."""
-    engine = Engine(settings, lambda: embedder, params=params)
+    engine = open_engine(settings, embedder, store, params)
     engine.load_model()
     engine.search("warm up", top_k=top_k, score_threshold=0.0)
     files: list[list[str]] = []
@@ -154,6 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf,rrf_k=20")
     p.add_argument("--channels", default=",".join(CHANNELS))
     p.add_argument("--dump", type=Path, help="write each question's ranked files here (JSON)")
+    p.add_argument(
+        "--store", metavar="URL", help="index and search this Milvus store (milvus://...)"
+    )
+    p.add_argument(
+        "--vectors-from",
+        type=Path,
+        metavar="INDEX",
+        help="reuse the passage vectors of this embedded index folder instead of embedding",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
@@ -162,8 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = args.work or work_folder(args.dataset.resolve().name)
     wanted = sorted({rel for q in questions for rel in q.relevant})
     copy_files(args.dataset, work / "docs", wanted)
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-    settings = index_folder(work / "docs", work / "index", embedder)
+    embedder: Embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+    if args.vectors_from:
+        from bench.stored_vectors import StoredVectors
+
+        embedder = StoredVectors(embedder, args.vectors_from)
+    store = parse_store_url(args.store) if args.store else None
+    settings = index_folder(work / "docs", work / "index", embedder, store=store)
     params = params_from(args.params)
     print(f"\n{args.dataset.name}: {len(wanted)} files, {len(questions)} questions")
     print(f"params: {params}\n")
@@ -172,7 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     dump = {}
     for channel in [c.strip() for c in args.channels.split(",") if c.strip()]:
         files, lat = rank_files(
-            settings, embedder, channel_params(params, channel), [q.text for q in questions]
+            settings,
+            embedder,
+            channel_params(params, channel),
+            [q.text for q in questions],
+            store=store,
         )
         m = score(questions, files)
         print(f"| {channel} | {m['hit@5']:.3f} | {m['recall@5']:.3f} | {percentile(lat, 50):.1f} |")

@@ -1,16 +1,23 @@
-"""The Milvus store at a size this machine affords: ingest with 1, 2 and 4 workers, search
-latency with 1 and 8 clients, and the memory of a search-only server.
+"""The Milvus store at sizes this machine affords: an ingest and search curve as one
+collection grows, ingest with 1, 2 and 4 workers, and the memory of a search-only process
+and of the Milvus server.
 
-    .venv/bin/python -m bench.perf_milvus
-    .venv/bin/python -m bench.perf --sections milvus      # the same, as a section of bench.perf
+    .venv/bin/python -m bench.perf_milvus                 # 3,000 and 10,000 chunks
+    .venv/bin/python -m bench.perf_milvus --milvus-sizes 30000,100000,300000,1000000 \
+        --milvus-workers-size 30000 --milvus-embedded-max 100000
+    .venv/bin/python -m bench.perf --sections milvus      # the default, as a section of bench.perf
 
 Synthetic and labelled so: the folder holds generated text files (``--milvus-chunks``
-chunks each, words drawn from a fixed vocabulary) and the vectors come from a hashing
-embedder of the real model's width (384), so the numbers are the store's and the
-pipeline's (read, chunk, write, search, fuse), not the model's: the real encoder embeds
-~40 chunks/s on two cores and bounds a real worker's rate. A milvus-lite gRPC server is
-started for the run (``--milvus-url`` points at another Milvus instead). The same folder
-in the embedded store (SQLite + FAISS) is the reference for search and memory.
+chunks of ~1,000 characters each) whose words follow Zipf's law over a 30,000-word
+vocabulary, as a language's do (a query's rarer words then match few chunks, as real
+ones do), and the vectors come from a hashing embedder of the real model's width (384),
+so the numbers are the store's and the pipeline's (read, chunk, stem, write, search,
+fuse), not the model's: the real encoder embeds ~40 chunks/s on two cores and bounds a
+real worker's rate. A milvus-lite gRPC server is started for the run (``--milvus-url``
+points at another Milvus instead). The curve grows one collection: each size adds files
+and is indexed by one worker (only the new files are written), then searched. The same
+folder in the embedded store (SQLite + FAISS) is the reference up to
+``--milvus-embedded-max`` chunks.
 """
 
 from __future__ import annotations
@@ -19,7 +26,6 @@ import argparse
 import hashlib
 import json
 import os
-import random
 import subprocess
 import sys
 import threading
@@ -33,15 +39,16 @@ from bench.perf_common import Row, percentiles_ms, print_table
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "milvus"
-WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "pu", "ra", "si", "to") for b in range(60)]
+VOCABULARY = 30_000
+WORDS_PER_CHUNK = 85  # ~800 characters: a 1000/200 chunk's stride, one chunk a paragraph
 QUERIES = 200
 SYNTHETIC = "synthetic text and vectors"
 
 # A worker or a search server, in its own process: argv = kind, folder, url, extra JSON.
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
-from bench.perf_milvus import HashEmbedder, engine_for
+from bench.perf_milvus import engine_for, memory
 kind, folder, url, extra = sys.argv[1], Path(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 engine = engine_for(folder, url or None, extra.get("shard"))
 engine.load_model()
@@ -53,8 +60,7 @@ if kind == "index":
 else:
     for q in extra["queries"]:
         engine.search(q, 5)
-    rss = max(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-    out = {"peak_rss_kib": rss}
+    out = memory("self")
 print(json.dumps(out), flush=True)
 """
 
@@ -97,29 +103,96 @@ def engine_for(folder: Path, url: str | None, shard: Sequence[int] | None = None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--milvus-files", type=int, default=600, help="synthetic files (default 600)")
+    p.add_argument(
+        "--milvus-sizes",
+        default="3000,10000",
+        help="chunk counts of the curve, one collection growing (default 3000,10000)",
+    )
     p.add_argument("--milvus-chunks", type=int, default=5, help="chunks per file (default 5)")
     p.add_argument("--milvus-workers", default="1,2,4", help="worker counts (default 1,2,4)")
+    p.add_argument(
+        "--milvus-workers-size",
+        type=int,
+        help="chunks each worker-count run ingests, into a new collection (default: the "
+        "first size)",
+    )
+    p.add_argument(
+        "--milvus-embedded-max",
+        type=int,
+        default=100_000,
+        help="measure the embedded store too up to this many chunks (default 100000)",
+    )
+    p.add_argument(
+        "--milvus-queries", type=int, default=QUERIES, help=f"searches per measure ({QUERIES})"
+    )
     p.add_argument("--milvus-url", help="an existing Milvus (default: start milvus-lite)")
 
 
+def vocabulary() -> list[str]:
+    """Pseudo-words of 2 to 5 syllables, the same on every run."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    lengths = rng.integers(2, 6, VOCABULARY)
+    return sorted({"".join(rng.choice(syllables, n)) for n in lengths})
+
+
+def zipf_weights(n: int) -> object:
+    import numpy as np
+
+    w = 1.0 / np.arange(1, n + 1)
+    return w / w.sum()
+
+
 def make_folder(folder: Path, files: int, chunks: int) -> int:
-    """Generated text files of about ``chunks`` chunks each (1000-character chunks)."""
-    rng = random.Random(7)
+    """Generated text files of ``chunks`` ~1,000-character paragraphs each, words drawn
+    by Zipf's law; files already there are kept (a folder grows from size to size)."""
+    import numpy as np
+
+    words = np.asarray(vocabulary())
+    weights = zipf_weights(len(words))
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(files):
-        path = folder / f"d{i // 500:03d}" / f"f{i:06d}.txt"
+        path = folder / f"d{i // 500:04d}" / f"f{i:07d}.txt"
         if path.exists():
             continue
         path.parent.mkdir(exist_ok=True)
-        paragraphs = [" ".join(rng.choices(WORDS, k=110)) for _ in range(chunks)]
-        path.write_text("\n\n".join(paragraphs))
+        rng = np.random.default_rng(i)  # a file's text depends on its number alone
+        drawn = words[rng.choice(len(words), (chunks, WORDS_PER_CHUNK), p=weights)]
+        path.write_text("\n\n".join(" ".join(row) for row in drawn))
         os.utime(path, ns=(10**18, 10**18))
     return files * chunks
 
 
+def queries(n: int = QUERIES) -> list[str]:
+    """Three words each, drawn as the text's are: mostly common, some rare."""
+    import numpy as np
+
+    words = np.asarray(vocabulary())
+    rng = np.random.default_rng(11)
+    drawn = words[rng.choice(len(words), (n, 3), p=zipf_weights(len(words)))]
+    return [" ".join(row) for row in drawn]
+
+
+def memory(pid: str | int) -> dict[str, int]:
+    """A process's peak and current resident memory and its proportional share (KiB)."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    out = {
+        key: int(line.split()[1])
+        for line in status
+        for key, name in (("peak_rss_kib", "VmHWM:"), ("rss_kib", "VmRSS:"))
+        if line.startswith(name)
+    }
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            out["pss_kib"] = int(line.split()[1])
+    return out
+
+
 def child(kind: str, folder: Path, url: str, extra: dict[str, object]) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, kind, str(folder), url, json.dumps(extra)],
         stdout=subprocess.PIPE,
@@ -129,17 +202,20 @@ def child(kind: str, folder: Path, url: str, extra: dict[str, object]) -> subpro
     )
 
 
-def ingest(folder: Path, base_url: str, workers: int) -> tuple[float, int, str]:
-    """Index the folder into a new collection with ``workers`` processes: wall seconds,
-    chunks, and the collection's URL."""
-    url = base_url.replace("collection=", f"collection=w{workers}_{uuid.uuid4().hex[:6]}_")
+def ingest(folder: Path, url: str, workers: int) -> tuple[float, int]:
+    """Index the folder into the collection ``url`` names with ``workers`` processes:
+    wall seconds and chunks written."""
     started = time.perf_counter()
     procs = [child("index", folder, url, {"shard": [i, workers]}) for i in range(1, workers + 1)]
     outs = [json.loads(p.communicate()[0]) for p in procs]
-    return time.perf_counter() - started, sum(int(o["chunks"]) for o in outs), url
+    return time.perf_counter() - started, sum(int(o["chunks"]) for o in outs)
 
 
-def latencies(engine: object, queries: list[str], clients: int) -> list[float]:
+def fresh(base_url: str, name: str) -> str:
+    return base_url.replace("collection=", f"collection={name}_{uuid.uuid4().hex[:6]}_")
+
+
+def latencies(engine: object, texts: list[str], clients: int) -> list[float]:
     """Each search's duration, ``clients`` threads searching at once."""
     durations: list[float] = []
     lock = threading.Lock()
@@ -151,7 +227,7 @@ def latencies(engine: object, queries: list[str], clients: int) -> list[float]:
             with lock:
                 durations.append(time.perf_counter() - t)
 
-    threads = [threading.Thread(target=run, args=(queries[i::clients],)) for i in range(clients)]
+    threads = [threading.Thread(target=run, args=(texts[i::clients],)) for i in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -170,26 +246,16 @@ def start_server(work: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 def run(args: argparse.Namespace) -> list[Row]:
     work: Path = args.work / "milvus"
+    work.mkdir(parents=True, exist_ok=True)
     folder = work / "docs"
-    files = min(args.milvus_files, 100) if getattr(args, "quick", False) else args.milvus_files
-    chunks = make_folder(folder, files, args.milvus_chunks)
-    size = f"{files} files, {chunks} chunks"
+    sizes = [int(n) for n in args.milvus_sizes.split(",")]
+    if getattr(args, "quick", False):
+        sizes = sizes[:1]
     proc, url = (None, args.milvus_url) if args.milvus_url else start_server(work)
     rows: list[Row] = []
     try:
-        stores: dict[str, str | None] = {}
-        for n in (int(n) for n in args.milvus_workers.split(",")):
-            seconds, stored, made = ingest(folder, url, n)
-            stores.setdefault("milvus", made)
-            rows.append(
-                Row(SECTION, f"ingest, {n} worker{'s' * (n > 1)}, {size}",
-                    f"{stored / seconds:.0f} chunks/s", "", SYNTHETIC)
-            )  # fmt: skip
-        stores["embedded"] = None
-        rng = random.Random(11)
-        queries = [" ".join(rng.choices(WORDS, k=4)) for _ in range(QUERIES)]
-        for name, store_url in stores.items():
-            rows.extend(_searches(folder, name, store_url, queries, size))
+        rows.extend(_workers(args, folder, url, args.milvus_workers_size or sizes[0]))
+        rows.extend(_curve(args, folder, url, sizes, proc))
     finally:
         if proc is not None:
             proc.terminate()
@@ -197,28 +263,129 @@ def run(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-def _searches(folder: Path, name: str, url: str | None, queries: list[str], size: str) -> list[Row]:
-    """Search latency with 1 and 8 clients, and a search-only process's peak memory."""
+def _workers(args: argparse.Namespace, folder: Path, url: str, size: int) -> list[Row]:
+    """Ingest ``size`` chunks into a new collection with each worker count."""
+    from micro_rag_mcp.errors import StoreUnavailable
+    from micro_rag_mcp.milvus_store import MilvusIndex
+    from micro_rag_mcp.store import parse_store_url
+
+    per_file = args.milvus_chunks
+    make_folder(folder, -(-size // per_file), per_file)
+    sub = _subfolder(folder, size, per_file)
+    rows = []
+    for n in (int(n) for n in args.milvus_workers.split(",")):
+        made = fresh(url, f"w{n}")
+        seconds, stored = ingest(sub, made, n)
+        _log(f"{n} workers: {stored} chunks in {seconds:.1f} s")
+        rows.append(
+            Row(SECTION, f"ingest, {n} worker process{'es' * (n > 1)}, {stored:,} chunks",
+                f"{stored / seconds:.0f} chunks/s", "", f"{SYNTHETIC}; {_load()}")
+        )  # fmt: skip
+        _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
+        try:
+            MilvusIndex(parse_store_url(made)).drop()  # the curve's collection is another
+        except StoreUnavailable as e:  # then the server's memory includes it: said below
+            _log(f"could not drop {made}: {e}")
+    return rows
+
+
+def _curve(
+    args: argparse.Namespace,
+    folder: Path,
+    url: str,
+    sizes: list[int],
+    server: subprocess.Popen[bytes] | None,
+) -> list[Row]:
+    """One collection grown size by size: the increment's ingest rate, then search
+    latency and memory at that size, on the store and (up to a size) the embedded one."""
+    per_file = args.milvus_chunks
+    made = fresh(url, "curve")
+    texts = queries(args.milvus_queries)
+    rows: list[Row] = []
+    total = 0
+    for size in sizes:
+        make_folder(folder, -(-size // per_file), per_file)
+        sub = _subfolder(folder, size, per_file)
+        seconds, stored = ingest(sub, made, 1)
+        total += stored
+        label = f"{total:,} chunks"
+        _log(f"{label}: {stored} new chunks in {seconds:.1f} s")
+        rows.append(
+            Row(SECTION, f"ingest, 1 worker, growing to {label} ({stored:,} new)",
+                f"{stored / seconds:.0f} chunks/s", "", f"{SYNTHETIC}; {_load()}")
+        )  # fmt: skip
+        _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
+        rows.extend(_searches(sub, "milvus-lite", made, texts, label, server))
+        if size <= args.milvus_embedded_max:
+            rows.extend(_searches(sub, "embedded", None, texts, label, None))
+    return rows
+
+
+def _subfolder(folder: Path, size: int, per_file: int) -> Path:
+    """A folder of links to the first ``size`` chunks' files (the sizes share one folder of
+    files, each size indexes its own prefix of it)."""
+    files = -(-size // per_file)
+    sub = folder.parent / f"docs-{size}"
+    if not (sub / "done").exists():
+        sub.mkdir(exist_ok=True)
+        for i in range(files):
+            name = f"d{i // 500:04d}/f{i:07d}.txt"
+            (sub / name).parent.mkdir(exist_ok=True)
+            if not (sub / name).exists():
+                os.link(folder / name, sub / name)
+        (sub / "done").write_text("")
+    return sub
+
+
+def _searches(
+    folder: Path,
+    name: str,
+    url: str | None,
+    texts: list[str],
+    label: str,
+    server: subprocess.Popen[bytes] | None,
+) -> list[Row]:
+    """Search latency with 1 and 8 clients, a search-only process's memory, and the
+    Milvus server's."""
     rows: list[Row] = []
     engine = engine_for(folder, url)
-    if url is None:  # the embedded index of the same folder, built here
+    if url is None:  # the embedded index of the same folder, built (or brought up to date) here
         engine.reindex()  # type: ignore[attr-defined]
     engine.load_model()  # type: ignore[attr-defined]
     engine.search("warm up", 5)  # type: ignore[attr-defined]
     for clients in (1, 8):
-        p50, p99 = percentiles_ms(latencies(engine, queries, clients))
+        p50, p99 = percentiles_ms(latencies(engine, texts, clients))
+        _log(f"{name} {label} {clients} clients: {p50:.1f} / {p99:.1f} ms")
         rows.append(
             Row(SECTION, f"search p50 / p99, {clients} client{'s' * (clients > 1)}, {name}, "
-                f"{size}", f"{p50:.1f} / {p99:.1f} ms", "", SYNTHETIC)
+                f"{label}", f"{p50:.1f} / {p99:.1f} ms", "", f"{SYNTHETIC}; {_load()}")
         )  # fmt: skip
+        _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
     engine.stop()  # type: ignore[attr-defined]
-    out = child("search", folder, url or "", {"queries": queries[:50]}).communicate()[0]
-    peak = json.loads(out)["peak_rss_kib"]
+    out = json.loads(child("search", folder, url or "", {"queries": texts[:50]}).communicate()[0])
     rows.append(
-        Row(SECTION, f"search-only process, peak memory, {name}, {size}",
-            f"{peak / 1024:.0f} MiB", "", f"{SYNTHETIC}; no model loaded")
+        Row(SECTION, f"search-only process, peak RSS / PSS after 50 searches, {name}, {label}",
+            f"{out['peak_rss_kib'] / 1024:.0f} / {out['pss_kib'] / 1024:.0f} MiB", "",
+            f"{SYNTHETIC}; no model loaded")
     )  # fmt: skip
+    _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
+    if server is not None:
+        m = memory(server.pid)
+        rows.append(
+            Row(SECTION, f"milvus-lite server, RSS / PSS, {label} (and any collection "
+                "still held)", f"{m['rss_kib'] / 1024:.0f} / {m['pss_kib'] / 1024:.0f} MiB",
+                "", SYNTHETIC)
+        )  # fmt: skip
+        _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
     return rows
+
+
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _log(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.results import Hit, Progress
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
-from micro_rag_mcp.store import Store, StoreConfig, parse_store_url
+from micro_rag_mcp.store import Store, StoreConfig, open_store, parse_store_url
 
 logger = logging.getLogger("bench")
 
@@ -117,13 +117,8 @@ class Workspace:
 
     def engine(self, embedder: Embedder, params: SearchParams | None = None) -> Store:
         """The store the benchmark measures, with the real embedder, as the server runs it."""
-        if self.store is None:
-            return Engine(self.settings, lambda: embedder, params=params)
-        from micro_rag_mcp.milvus_engine import MilvusEngine
-
-        return MilvusEngine(
-            self.settings, lambda: embedder, self.store, folder=self.docs, params=params
-        )
+        folder = self.docs if self.store is not None else None
+        return open_store(self.settings, lambda: embedder, self.store, folder=folder, params=params)
 
 
 def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -> Workspace:
@@ -493,6 +488,13 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of the work folder's index; the same search path as the server's --store",
     )
     p.add_argument(
+        "--vectors-from",
+        type=Path,
+        metavar="INDEX",
+        help="reuse the passage vectors of this embedded index folder (same dataset and "
+        "chunking) instead of embedding again; queries still go to the model",
+    )
+    p.add_argument(
         "--latency-ab",
         action="store_true",
         help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
@@ -521,7 +523,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
     if args.store:
         ws = replace(ws, store=parse_store_url(args.store))
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    embedder: Embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    if args.vectors_from:
+        from bench.stored_vectors import StoredVectors
+
+        embedder = StoredVectors(embedder, args.vectors_from)
     indexing = index(ws, embedder)
     full = ws.info.get("full_index", indexing)
     logger.info("index: %s", indexing)

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.cjk import bigrams, cjk_query, has_cjk
+from micro_rag_mcp.cjk import (
+    bigrams,
+    cjk_query,
+    gram_token,
+    gram_tokens,
+    has_cjk,
+    query_gram_tokens,
+)
 from micro_rag_mcp.engine import Engine
 from tests.formatfactory import make_xlsx
 
@@ -29,6 +36,14 @@ def test_bigrams_of_cjk_runs_only() -> None:
     assert bigrams("東京都庁 in Tokyo, 銀 행") == "東京 京都 都庁 銀 행"
     assert bigrams("plain English") == ""
     assert has_cjk("カタカナ") and has_cjk("한국어") and not has_cjk("café")
+
+
+def test_bigrams_become_ascii_words_for_a_store_that_cannot_split_runs() -> None:
+    assert gram_token("東京") == "cjk006771004eac" and gram_token("𠀀") == "cjk020000"
+    tokyo, kyoto, silver = gram_token("東京"), gram_token("京都"), gram_token("銀")
+    assert gram_tokens("東京都 and 銀") == [tokyo, kyoto, silver]
+    assert query_gram_tokens("東京 東京都 銀") == [tokyo, kyoto]
+    assert query_gram_tokens("東 only one") == []
 
 
 def test_a_query_becomes_phrases_of_bigrams_safe_for_fts5() -> None:

@@ -199,6 +199,38 @@ def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_stor
         store.stop()
 
 
+def test_a_cjk_run_inside_a_passage_is_found_by_keyword_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    data = write_folder(
+        tmp_path / "docs",
+        {
+            "zh.txt": "北京大学的图书馆藏有许多古籍。研究人员每天都来查阅资料。",
+            "ja.md": "# 報告\n\n東京都庁の職員は毎朝九時に会議を開きます。",
+            "ko.txt": "서울특별시청은 매일 아침 회의를 엽니다.",
+            "mixed.txt": "The Shinkansen から見た富士山 was beautiful at dawn.",
+            "en.txt": "Ordinary English text about libraries and meetings.",
+        },
+    )
+    store = store_engine(data, milvus.config())
+    store.params = SearchParams(channels=("keyword",))
+    try:
+        store.reindex()
+        expected = {
+            "图书馆": "zh.txt",
+            "古籍": "zh.txt",  # inside a run, not at its start
+            "都庁": "ja.md",
+            "会議": "ja.md",
+            "회의를": "ko.txt",
+            "富士山 Shinkansen": "mixed.txt",
+        }
+        for query, path in expected.items():
+            assert [h.chunk.path for h in store.search(query, 5, -1.0).hits][:1] == [path], query
+        assert store.search("東", 5, -1.0).hits == []  # one character is no run
+    finally:
+        store.stop()
+
+
 def test_read_needs_no_copy_of_the_folder(milvus: MilvusServer, folder: Path) -> None:
     config = milvus.config()
     writer = store_engine(folder, config)
@@ -292,6 +324,18 @@ def test_two_workers_on_disjoint_shards_cover_the_folder(
     assert "fox.txt" not in workers[0].index.files()
 
 
+def test_a_worker_is_sent_only_the_file_rows_of_its_share(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    store_engine(folder, config).reindex()
+    index = MilvusIndex(config)
+    for n in (2, 3):
+        shares = [set(index.files(shard=(i, n))) for i in range(1, n + 1)]
+        assert shares == [{p for p in FILES if in_shard(p, (i, n))} for i in range(1, n + 1)]
+    assert set(index.files("ok", (1, 1))) == set(FILES)
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "micro_rag_mcp.cli", *args], capture_output=True, text=True
@@ -304,6 +348,8 @@ def test_a_server_and_a_worker_side_by_side_with_the_real_model(
     url = milvus.url()
     done = cli("index", str(folder), "--store", url, "--shard", "1/1")
     assert done.returncode == 0, done.stderr
+    status = cli("status", str(folder), "--store", url)
+    assert "not known" in status.stdout and f"{len(FILES)} indexed" in status.stdout
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "micro_rag_mcp", "--title", "Docs", "--inst", "Search.", "--store", url],
@@ -390,3 +436,15 @@ def test_a_store_without_stemmed_keywords_is_refused_not_mixed(
     with pytest.raises(StoreMismatch, match="earlier release"):
         store_engine(folder, config).search("fox")
     assert MilvusIndex(config).count_chunks() == 0
+
+
+def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_server(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    config = milvus.config()
+    engine = store_engine(folder, config)
+    made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
+    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    with pytest.raises(StoreMismatch, match="earlier release .* files"):
+        engine.reindex()
+    assert store_engine(folder, config).search("fox").notices  # read, not refused

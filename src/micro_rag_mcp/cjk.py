@@ -38,6 +38,29 @@ def bigrams(text: str) -> str:
     return " ".join(grams)
 
 
+def gram_token(gram: str) -> str:
+    """A bigram (or lone character) as one ASCII word, ``cjk`` and six hex digits a
+    character: a store whose analyzer cannot split CJK runs keeps it whole."""
+    return "cjk" + "".join(f"{ord(ch):06x}" for ch in gram)
+
+
+def gram_tokens(text: str) -> list[str]:
+    """The text's bigrams (``bigrams``) as ``gram_token`` words."""
+    return [gram_token(g) for g in bigrams(text).split()]
+
+
+def query_gram_tokens(text: str) -> list[str]:
+    """The bigram words of a query's CJK runs of two or more characters (the runs
+    ``cjk_query`` takes), each once."""
+    runs: dict[str, None] = {}
+    for run in _RUN.findall(text):
+        if len(run) >= 2:
+            runs[run[:MAX_QUERY_RUN_CHARS]] = None
+        if len(runs) >= MAX_QUERY_RUNS:
+            break
+    return list(dict.fromkeys(t for run in runs for t in gram_tokens(run)))
+
+
 def cjk_query(text: str) -> str | None:
     """An FTS5 expression over bigrams matching any CJK run of two or more characters.
 

@@ -189,7 +189,8 @@ class Screens:
         table.add_row("chunks", f"{s.chunks}, {s.chunks_with_vectors} with a saved vector")
         table.add_row("model", Text(f"{s.vector_model or 'none yet'} ({model})"))
         table.add_row("chunking", Text(s.chunking or "none yet"))
-        table.add_row("size on disk", _size(s.size_bytes))
+        size = "not known (the store does not say)" if s.size_bytes is None else _size(s.size_bytes)
+        table.add_row("size on disk", size)
         when = (
             "never"
             if s.last_indexed_at is None

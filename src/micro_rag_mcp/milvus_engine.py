@@ -30,7 +30,7 @@ from micro_rag_mcp.errors import (
 )
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_search import store_search
-from micro_rag_mcp.milvus_store import MilvusIndex, stored_chunk
+from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex, stored_chunk
 from micro_rag_mcp.milvus_sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
@@ -49,8 +49,7 @@ from micro_rag_mcp.results import (
 from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
-from micro_rag_mcp.stemming import STEMMING_ID
-from micro_rag_mcp.store import StoreConfig, in_shard
+from micro_rag_mcp.store import StoreConfig
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,7 +114,8 @@ class MilvusEngine:
         return {
             "vector_space": vector_space(embedder),
             "chunking": self.settings.chunking_id,
-            "keywords": STEMMING_ID,
+            "keywords": KEYWORDS_ID,
+            "files": FILES_LAYOUT,
         }
 
     # -- reindex ---------------------------------------------------------------------
@@ -149,7 +149,7 @@ class MilvusEngine:
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
         self.index.create(embedder.dimension, identity)  # unless it is there already
-        self.index.check_identity(identity, ("vector_space", "chunking", "keywords"))
+        self.index.check_identity(identity, ("vector_space", "chunking", "keywords", "files"))
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -172,8 +172,8 @@ class MilvusEngine:
         )
         failed = [
             (p, row.record.error or "")
-            for p, row in sorted(self.index.files("failed").items())
-            if in_shard(p, self.config.shard) and (scope is None or scope.matches(p))
+            for p, row in sorted(self.index.files("failed", self.config.shard).items())
+            if scope is None or scope.matches(p)
         ]
         return ReindexReport(
             files_added=counts.added,
@@ -242,7 +242,7 @@ class MilvusEngine:
         wanted = {"keywords"} if embedder is None else {"keywords", "vector_space"}
         if wanted <= self._checked:
             return
-        ours = {"keywords": STEMMING_ID} if embedder is None else self.identity(embedder)
+        ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
         self.index.check_identity(ours, sorted(wanted))
         self._checked |= wanted
 
@@ -349,7 +349,7 @@ class MilvusEngine:
             chunks_with_vectors=chunks,
             vector_model=identity.get("vector_space"),
             chunking=identity.get("chunking"),
-            size_bytes=0,  # the store's own business: Milvus does not tell a client
+            size_bytes=None,  # Milvus tells a client row counts, not bytes
             last_indexed_at=max((r.indexed_at for r in files.values()), default=None),
             writer=None,
         )

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import StoredChunk
+from micro_rag_mcp.cjk import query_gram_tokens
 from micro_rag_mcp.milvus_store import ChunkHit, MilvusIndex, stored_chunk
 from micro_rag_mcp.results import Hit
 from micro_rag_mcp.search import Candidates, SearchParams, best_hits, fuse, query_terms
@@ -39,7 +40,9 @@ def store_search(
         dense = index.dense(query_vector, params.depth)
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
-    keyword = index.keyword(" ".join(terms), params.depth) if terms else []
+    # CJK runs are found by their bigrams, searched with the words (see cjk.py).
+    grams = query_gram_tokens(query) if "keyword" in params.channels else []
+    keyword = index.keyword(" ".join(terms), params.depth, grams) if terms or grams else []
     files = index.file_rows({h.path for h in [*dense, *keyword]})
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
@@ -67,7 +70,7 @@ def store_search(
             heads=heads,
             head_cosine=head_cosine,
             vector_ran=use_vectors,
-            keyword_ran=bool(terms),
+            keyword_ran=bool(terms or grams),
         ),
         params,
     )

@@ -126,7 +126,7 @@ class IndexSummary:
     chunks_with_vectors: int  # in the saved vector file
     vector_model: str | None  # what the vectors were made with
     chunking: str | None
-    size_bytes: int
+    size_bytes: int | None  # None: the store does not tell a client (Milvus)
     last_indexed_at: float | None  # when a file's text was last stored
     writer: WriterInfo | None  # None: nobody is writing the index
 

@@ -13,6 +13,7 @@ code when that is installed).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -23,22 +24,31 @@ STEMMING_ID = "porter-unicode61-1"
 
 _WORD = re.compile(r"[^\W_]+")
 _MIN_BYTES, _MAX_BYTES = 3, 64  # FTS5 passes shorter and longer words through as they are
+# Stems remembered: a folder's words repeat (Zipf), and stemming each occurrence again was
+# most of a store worker's time. 2**17 words of a few dozen bytes is some 20 MB at most.
+_MEMO_WORDS = 1 << 17
 
 
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased and without diacritics, in order."""
-    decomposed = unicodedata.normalize("NFD", text.lower())
+    lowered = text.lower()
+    if lowered.isascii():  # nothing to decompose: skip the per-character pass
+        return _WORD.findall(lowered)
+    decomposed = unicodedata.normalize("NFD", lowered)
     plain = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
     return _WORD.findall(unicodedata.normalize("NFC", plain))
 
 
 def stem_words(tokens: list[str]) -> list[str]:
     """Each word's Porter stem (a word FTS5 would not stem is kept)."""
-    stemmer = _stemmer()
-    return [
-        stemmer.stemWord(w) if _MIN_BYTES <= len(w.encode("utf-8")) <= _MAX_BYTES else w
-        for w in tokens
-    ]
+    return [_stem(w) for w in tokens]
+
+
+@functools.lru_cache(maxsize=_MEMO_WORDS)
+def _stem(word: str) -> str:
+    if _MIN_BYTES <= len(word.encode("utf-8")) <= _MAX_BYTES:
+        return str(_stemmer().stemWord(word))
+    return word
 
 
 def stemmed(text: str) -> str:

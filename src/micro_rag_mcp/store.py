@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from micro_rag_mcp.embedder import Embedder
+    from micro_rag_mcp.search import SearchParams
     from micro_rag_mcp.settings import Settings
 
 STORE_FORMAT = "milvus://HOST:PORT/DB?collection=NAME"
@@ -116,14 +117,32 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
+SHARD_SPAN = 1 << 62  # shard keys run from 0 to this (an INT64 field holds them)
+
+
+def shard_key(path: str) -> int:
+    """A relative path's stable place in ``[0, SHARD_SPAN)``: a hash of the path, so
+    every worker and every run agrees on its owner without talking to each other."""
+    digest = hashlib.sha1(path.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") >> 2
+
+
+def shard_range(shard: tuple[int, int]) -> tuple[int, int]:
+    """The shard keys share ``(I, N)`` owns: the I-th of N equal ranges, low end included.
+
+    A range rather than a remainder, so a store can select a share with one comparison
+    on an indexed field (milvus-lite's filters have no ``%``).
+    """
+    i, n = shard
+    return (i - 1) * SHARD_SPAN // n, i * SHARD_SPAN // n
+
+
 def in_shard(path: str, shard: tuple[int, int] | None) -> bool:
-    """Whether a relative path belongs to ``shard``: a stable hash of the path, so every
-    worker and every run agrees on its owner without talking to each other."""
+    """Whether a relative path belongs to ``shard`` (None: the whole folder)."""
     if shard is None:
         return True
-    i, n = shard
-    digest = hashlib.sha1(path.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "big") % n == i - 1
+    low, high = shard_range(shard)
+    return low <= shard_key(path) < high
 
 
 def open_store(
@@ -132,13 +151,15 @@ def open_store(
     config: StoreConfig | None = None,
     *,
     folder: Path | None = None,
+    params: SearchParams | None = None,
 ) -> Store:
     """The embedded index of ``settings`` (no ``config``) or the Milvus store ``config``
-    names, indexing ``folder`` (None: a store that only searches and reads)."""
+    names, indexing ``folder`` (None: a store that only searches and reads), ranking by
+    ``params`` (None: the defaults)."""
     if config is None:
         from micro_rag_mcp.engine import Engine
 
-        return Engine(settings, load_embedder)
+        return Engine(settings, load_embedder, params=params)
     from micro_rag_mcp.milvus_engine import MilvusEngine
 
-    return MilvusEngine(settings, load_embedder, config, folder=folder)
+    return MilvusEngine(settings, load_embedder, config, folder=folder, params=params)

@@ -29,8 +29,9 @@ from micro_rag_mcp.errors import (
     StoreUnavailable,
 )
 from micro_rag_mcp.indexer import vector_space
+from micro_rag_mcp.milvus_rows import stored_chunk
 from micro_rag_mcp.milvus_search import store_search
-from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex, stored_chunk
+from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus_sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog

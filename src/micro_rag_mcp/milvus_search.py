@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import StoredChunk
 from micro_rag_mcp.cjk import query_gram_tokens
-from micro_rag_mcp.milvus_store import ChunkHit, MilvusIndex, stored_chunk
+from micro_rag_mcp.milvus_rows import ChunkHit, stored_chunk
+from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.results import Hit
 from micro_rag_mcp.search import Candidates, SearchParams, best_hits, fuse, query_terms
 

@@ -28,12 +28,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
-from micro_rag_mcp.cjk import gram_tokens
 from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
+from micro_rag_mcp.milvus_rows import (
+    CHUNK_FIELDS,
+    FILE_FIELDS,
+    MAX_TEXT_BYTES,
+    SMALL_BYTES,
+    ChunkHit,
+    FileRow,
+    clip,
+    file_row,
+    hit,
+    in_filter,
+    literal,
+)
 from micro_rag_mcp.stemming import STEMMING_ID, stemmed
 from micro_rag_mcp.store import StoreConfig, shard_key, shard_range
 
@@ -56,36 +66,6 @@ CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
-MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
-_SMALL_BYTES = 2048
-_NONE = -1  # stands for a missing line or page number
-_CHUNK_FIELDS = [
-    "id",
-    "path",
-    "version",
-    "chunk_index",
-    "char_start",
-    "char_end",
-    "line_start",
-    "line_end",
-    "page",
-    "text",
-    "section",
-    "locator",
-]
-_FILE_FIELDS = [
-    "path",
-    "ext",
-    "size",
-    "mtime_ns",
-    "checksum",
-    "status",
-    "error",
-    "version",
-    "previous",
-    "head_id",
-    "indexed_at",
-]
 
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
@@ -94,39 +74,6 @@ _FILE_FIELDS = [
 # standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class FileRow:
-    """A file as the files collection holds it: the catalog's record and its current version."""
-
-    record: FileRecord
-    version: int
-    previous: int = 0  # a version whose chunks may remain: the file's write did not end
-    head_id: int = -1  # the id of the file's first chunk at ``version`` (-1: none)
-    indexed_at: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkHit:
-    """A chunk a channel found, with its score (cosine or BM25) and whose version it is."""
-
-    id: int
-    score: float
-    path: str
-    version: int
-
-
-def literal(text: str) -> str:
-    """A Milvus filter string literal for any text."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    return f'"{escaped}"'
-
-
-def _in(field: str, values: Iterable[str | int]) -> str:
-    items = ", ".join(literal(v) if isinstance(v, str) else str(int(v)) for v in values)
-    return f"{field} in [{items}]"
 
 
 def _batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
@@ -144,19 +91,6 @@ def _sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]
             start, size = i + 1, 0
     if start < len(rows):
         yield rows[start:]
-
-
-def _clip(text: str, limit: int = _SMALL_BYTES) -> str:
-    """``text`` cut to at most ``limit`` UTF-8 bytes, on a character boundary."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", "ignore")
-
-
-def new_version() -> int:
-    """A version number no earlier write of any file used (a path has one writer)."""
-    return time.time_ns()
 
 
 class MilvusIndex:
@@ -277,7 +211,7 @@ class MilvusIndex:
                     schema.add_field(name, DataType.INT64)
                 for name in ("ext", "checksum", "status"):
                     schema.add_field(name, DataType.VARCHAR, max_length=256)
-                schema.add_field("error", DataType.VARCHAR, max_length=_SMALL_BYTES)
+                schema.add_field("error", DataType.VARCHAR, max_length=SMALL_BYTES)
                 schema.add_field("indexed_at", DataType.DOUBLE)
                 schema.add_field("unused", DataType.FLOAT_VECTOR, dim=2)  # Milvus needs one
                 index = c.prepare_index_params()
@@ -309,7 +243,7 @@ class MilvusIndex:
             schema.add_field(name, DataType.INT64)
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         for name in ("section", "locator"):
-            schema.add_field(name, DataType.VARCHAR, max_length=_SMALL_BYTES)
+            schema.add_field(name, DataType.VARCHAR, max_length=SMALL_BYTES)
         schema.add_field(
             "keywords",
             DataType.VARCHAR,
@@ -385,7 +319,7 @@ class MilvusIndex:
         def scan(c: Any) -> list[dict[str, Any]]:
             rows: list[dict[str, Any]] = []
             it = c.query_iterator(
-                self.files_name, batch_size=1000, filter=where, output_fields=_FILE_FIELDS
+                self.files_name, batch_size=1000, filter=where, output_fields=FILE_FIELDS
             )
             try:
                 while batch := it.next():
@@ -394,7 +328,7 @@ class MilvusIndex:
                 it.close()
             return rows
 
-        return {r["path"]: _file_row(r) for r in self._call(scan)}
+        return {r["path"]: file_row(r) for r in self._call(scan)}
 
     def file_rows(self, paths: Iterable[str]) -> dict[str, FileRow]:
         wanted = sorted(set(paths))
@@ -402,10 +336,10 @@ class MilvusIndex:
         for batch in _batched(wanted):
             found = self._call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.files_name, filter=_in("path", b), output_fields=_FILE_FIELDS
+                    self.files_name, filter=in_filter("path", b), output_fields=FILE_FIELDS
                 )
             )
-            rows.update((r["path"], _file_row(r)) for r in found)
+            rows.update((r["path"], file_row(r)) for r in found)
         return rows
 
     def put_file(self, row: FileRow) -> None:
@@ -421,12 +355,12 @@ class MilvusIndex:
         rows = [
             {
                 "path": f.record.path,
-                "ext": _clip(f.record.ext, 256),
+                "ext": clip(f.record.ext, 256),
                 "size": f.record.size,
                 "mtime_ns": f.record.mtime_ns,
                 "checksum": f.record.checksum or "",
                 "status": f.record.status,
-                "error": _clip(f.record.error or ""),
+                "error": clip(f.record.error or ""),
                 "version": f.version,
                 "previous": f.previous,
                 "head_id": f.head_id,
@@ -514,7 +448,7 @@ class MilvusIndex:
                 search_params={"metric_type": "IP"},
             )
         )
-        return [_hit(h, h["distance"]) for h in found[0]]
+        return [hit(h, h["distance"]) for h in found[0]]
 
     def keyword(self, text: str, limit: int, grams: Sequence[str] = ()) -> list[ChunkHit]:
         """BM25 matches of ``text``, stemmed as the stored keywords are, and of the CJK
@@ -532,14 +466,14 @@ class MilvusIndex:
                 search_params={"metric_type": "BM25"},
             )
         )
-        return [_hit(h, abs(h["distance"])) for h in found[0]]
+        return [hit(h, abs(h["distance"])) for h in found[0]]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         out: dict[int, list[float]] = {}
         for batch in _batched(list(ids)):
             rows = self._call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.chunks, filter=_in("id", b), output_fields=["id", "dense"]
+                    self.chunks, filter=in_filter("id", b), output_fields=["id", "dense"]
                 )
             )
             out.update((int(r["id"]), list(r["dense"])) for r in rows)
@@ -551,7 +485,7 @@ class MilvusIndex:
             rows.extend(
                 self._call(
                     lambda c, b=batch: c.query(  # type: ignore[misc]
-                        self.chunks, filter=_in("id", b), output_fields=_CHUNK_FIELDS
+                        self.chunks, filter=in_filter("id", b), output_fields=CHUNK_FIELDS
                     )
                 )
             )
@@ -560,41 +494,8 @@ class MilvusIndex:
     def file_chunk_rows(self, path: str, version: int) -> list[dict[str, Any]]:
         """Every chunk of one file's version, in order."""
         where = f"path == {literal(path)} and version == {int(version)}"
-        rows = self._call(lambda c: c.query(self.chunks, filter=where, output_fields=_CHUNK_FIELDS))
+        rows = self._call(lambda c: c.query(self.chunks, filter=where, output_fields=CHUNK_FIELDS))
         return sorted(rows, key=lambda r: int(r["chunk_index"]))
-
-
-def chunk_rows(
-    path: str,
-    version: int,
-    title: str,
-    chunks: Sequence[NewChunk],
-    vectors: npt.NDArray[np.float32],
-) -> list[dict[str, Any]]:
-    """One file's chunks as rows of the chunks collection."""
-    return [
-        {
-            "path": path,
-            "version": version,
-            "chunk_index": c.chunk_index,
-            "char_start": c.char_start,
-            "char_end": c.char_end,
-            "line_start": _NONE if c.line_start is None else c.line_start,
-            "line_end": _NONE if c.line_end is None else c.line_end,
-            "page": _NONE if c.page is None else c.page,
-            "text": c.text,
-            "section": _clip(c.section or ""),
-            "locator": _clip(c.locator or ""),
-            "keywords": _clip(keyword_text(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
-            "dense": [float(x) for x in v],
-        }
-        for c, v in zip(chunks, vectors, strict=True)
-    ]
-
-
-def keyword_text(text: str) -> str:
-    """What the BM25 function reads: the stemmed words, then the CJK bigram words."""
-    return " ".join([stemmed(text), *gram_tokens(text)]).strip()
 
 
 def _dropped(e: Exception) -> bool:
@@ -617,47 +518,3 @@ def _create(c: Any, name: str, **kw: Any) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
-
-
-def _hit(h: dict[str, Any], score: float) -> ChunkHit:
-    entity = h.get("entity", {})
-    return ChunkHit(int(h["id"]), float(score), str(entity["path"]), int(entity["version"]))
-
-
-def _file_row(r: dict[str, Any]) -> FileRow:
-    record = FileRecord(
-        str(r["path"]),
-        str(r["ext"]),
-        int(r["size"]),
-        int(r["mtime_ns"]),
-        str(r["checksum"]) or None,
-        str(r["status"]),
-        str(r["error"]) or None,
-    )
-    return FileRow(
-        record, int(r["version"]), int(r["previous"]), int(r["head_id"]), float(r["indexed_at"])
-    )
-
-
-def stored_chunk(row: dict[str, Any], file: FileRecord) -> StoredChunk:
-    """A chunk row joined with its file, as search and read return it."""
-
-    def maybe(value: Any) -> int | None:
-        return None if int(value) == _NONE else int(value)
-
-    return StoredChunk(
-        id=int(row["id"]),
-        path=file.path,
-        ext=file.ext,
-        mtime_ns=file.mtime_ns,
-        chunk_index=int(row["chunk_index"]),
-        char_start=int(row["char_start"]),
-        char_end=int(row["char_end"]),
-        line_start=maybe(row["line_start"]),
-        line_end=maybe(row["line_end"]),
-        page=maybe(row["page"]),
-        text=str(row["text"]),
-        size=file.size,
-        section=str(row["section"]) or None,
-        locator=str(row["locator"]) or None,
-    )

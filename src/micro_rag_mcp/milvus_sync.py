@@ -37,7 +37,8 @@ from micro_rag_mcp.indexer import (
     text_checksum,
 )
 from micro_rag_mcp.isolation import IsolatedReader
-from micro_rag_mcp.milvus_store import FileRow, MilvusIndex, chunk_rows, new_version
+from micro_rag_mcp.milvus_rows import FileRow, chunk_rows, new_version
+from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress, ProgressFn
 from micro_rag_mcp.scanner import ScannedFile, Scope, scan

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 from collections import deque
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.embedder import Embedder
+from micro_rag_mcp.embedder import CountsTokens, Embedder
 from micro_rag_mcp.errors import Stopped
 from micro_rag_mcp.indexer import EMBED_BATCH, SyncCounts, embedding_text, reconcile, sync_files
 from micro_rag_mcp.results import Progress, ProgressFn
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 NEWS_WAIT_S = 0.25  # how long a step short of 16 chunks waits for more before it runs
 REFILL = 512  # chunk ids taken from the catalog at a time
 WINDOW = 128  # chunks fetched at a time and embedded in steps, ordered by length
+READING_NICE = 0  # how much lower the reading thread (and its reader process) runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +117,7 @@ class _Reading(threading.Thread):
         self.halt = threading.Event()  # the pass asks reading to stop at its next step
 
     def run(self) -> None:
+        _lower_priority(READING_NICE)
         try:
             with contextlib.closing(self._catalog.another()) as catalog:
                 sync_files(
@@ -217,7 +221,7 @@ def _embed(
             reading.news.clear()
             ended = reading.ended.is_set()  # before the refill: it then sees every commit
             if len(pending) < WINDOW:
-                fresh = catalog.chunk_ids_after(cursor, REFILL)
+                fresh = catalog.chunk_ids_after(cursor, max(REFILL, WINDOW))
                 if fresh:
                     cursor = fresh[-1]
                     pending.extend(fresh)
@@ -231,7 +235,8 @@ def _embed(
                 continue
             if len(pending) < EMBED_BATCH and not ended and reading.news.wait(NEWS_WAIT_S):
                 continue  # more is coming: a full step embeds faster than a short one
-            window = _fetch(catalog, [pending.popleft() for _ in range(min(WINDOW, len(pending)))])
+            ids = [pending.popleft() for _ in range(min(WINDOW, len(pending)))]
+            window = _fetch(catalog, ids, embedder)
             continue
         step = window[-EMBED_BATCH:]
         del window[-EMBED_BATCH:]
@@ -247,15 +252,34 @@ def _embed(
     return done
 
 
-def _fetch(catalog: Catalog, ids: list[int]) -> list[tuple[int, str]]:
-    """What each chunk is embedded as, ordered by length.
+def _fetch(catalog: Catalog, ids: list[int], embedder: Embedder) -> list[tuple[int, str]]:
+    """What each chunk is embedded as, ordered by its length in tokens.
 
-    A step is padded to its longest chunk; steps of chunks of like length (taken from a
-    window of ``WINDOW``) waste less of the encoder than steps in the order of storing.
-    A chunk replaced since it was listed has no text now and is left out.
+    A step is padded to its longest chunk in tokens; steps of chunks of like length
+    (taken from a window of ``WINDOW``) waste less of the encoder than steps in the order
+    of storing. A chunk replaced since it was listed has no text now and is left out.
     """
     texts = catalog.chunk_texts(ids)
-    return sorted(((c, embedding_text(*texts[c])) for c in texts), key=lambda ct: len(ct[1]))
+    chunks = [(c, embedding_text(*texts[c])) for c in texts]
+    lengths = _lengths(embedder, [t for _, t in chunks])
+    order = sorted(range(len(chunks)), key=lengths.__getitem__)
+    return [chunks[i] for i in order]
+
+
+def _lengths(embedder: Embedder, texts: list[str]) -> list[int]:
+    """Tokens per text if the embedder can count them, else characters."""
+    if isinstance(embedder, CountsTokens):
+        return embedder.token_counts(texts)
+    return [len(t) for t in texts]
+
+
+def _lower_priority(nice: int) -> None:
+    """Linux: lower this thread's priority by ``nice``; a process it starts inherits it."""
+    if not nice or not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
 
 
 def _keep(vectors: VectorStore, counts: SyncCounts, *, graph: bool) -> None:

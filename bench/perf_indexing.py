@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from micro_rag_mcp.embedder import OnnxEmbedder
+    from micro_rag_mcp.pipeline import Steps
     from micro_rag_mcp.settings import Settings
 
 SECTION = "indexing"
@@ -95,6 +97,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="files of the big generated folder (0 skips it; built once, then cached)",
     )
     g.add_argument(
+        "--indexing-parts",
+        default=",".join(PARTS),
+        metavar="LIST",
+        help="of: pass (encoder alone vs. a first index), start (the server's start-up), "
+        "no-change (reindex), memory (peak RSS of keyword-only first indexes)",
+    )
+    g.add_argument(
+        "--indexing-levers",
+        default="",
+        metavar="LIST",
+        help="also run the pass with each lever alone, alternating with the shipped one: "
+        "before (as before 0.3), tokens, steps32, window, nice (see bench.perf_indexing.levers)",
+    )
+    g.add_argument(
+        "--indexing-rounds",
+        type=int,
+        default=2,
+        help="rounds of the encoder alone vs. a first index, the best of each kept",
+    )
+    g.add_argument(
+        "--indexing-memory-big",
+        action="store_true",
+        help="also the peak RSS of a keyword-only first index of the --indexing-big folder "
+        "(minutes: a transaction and an fsync per file)",
+    )
+    g.add_argument(
         "--indexing-large-mb",
         type=int,
         default=256,
@@ -113,26 +141,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+PARTS = ("pass", "start", "no-change", "memory")
+
+
 def run(args: argparse.Namespace) -> list[Row]:
     work: Path = args.work / "indexing"
     work.mkdir(parents=True, exist_ok=True)
     n_files = 1_000 if args.quick else args.indexing_files
     n_big = 0 if args.quick else args.indexing_big
+    parts = [p.strip() for p in args.indexing_parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"--indexing-parts: unknown {', '.join(unknown)}; from {', '.join(PARTS)}")
     rows: list[Row] = []
-    for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
-        if folder is not None:
-            rows += encoder_vs_pass(name, folder, work)
-            if args.indexing_profile:
-                rows += stage_profile(name, folder, work)
+    if "pass" in parts:
+        for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
+            if folder is not None:
+                rows += encoder_vs_pass(
+                    name, folder, work, args.indexing_levers, args.indexing_rounds
+                )
+                if args.indexing_profile:
+                    rows += stage_profile(name, folder, work)
     small = notes_folder(work, n_files)
-    rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
-    rows += no_change(small, work, n_files)
-    if n_big:
-        big = notes_folder(work, n_big)
-        rows += no_change(big, work, n_big)
-        rows += server_start(big, catalog_copy(big, work), n_big, full=False, fresh=False)
-    large_mb = 0 if args.quick else args.indexing_large_mb
-    rows += indexing_memory(work, small, n_files, n_big, large_mb)
+    if "start" in parts:
+        rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
+        if n_big:
+            big = notes_folder(work, n_big)
+            rows += server_start(big, catalog_copy(big, work), n_big, full=False, fresh=False)
+    if "no-change" in parts:
+        rows += no_change(small, work, n_files)
+        if n_big:
+            rows += no_change(notes_folder(work, n_big), work, n_big)
+    if "memory" in parts:
+        large_mb = 0 if args.quick else args.indexing_large_mb
+        memory_big = n_big if args.indexing_memory_big else 0
+        rows += indexing_memory(work, small, n_files, memory_big, large_mb)
     return rows
 
 
@@ -214,31 +257,37 @@ def stage_profile(name: str, folder: Path, work: Path) -> list[Row]:
     ]
 
 
-def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
-    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}"))
-    rounds = out["rounds"]
-    by_round = ", ".join(
-        f"{p['cps'] / e['cps']:.2f} (load {p['load']:.1f}/{e['load']:.1f})"
-        for p, e in zip(rounds["pass"], rounds["encoder"], strict=True)
-    )
-    best = out["best_pass"]
-    rest = best["seconds"] - best["embedding_s"] - best["counting_s"]
-    return [
+def encoder_vs_pass(name: str, folder: Path, work: Path, keys: str, rounds: int) -> list[Row]:
+    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}", keys, str(rounds)))
+    encoder = out["encoder_rounds"]
+    loads = ", ".join(f"{e['load']:.1f}" for e in encoder)
+    rows = [
         Row(
             SECTION,
             f"encoder alone, {name}",
             f"{out['encoder_cps']:.1f} chunks/s",
             "",
-            f"{out['files']} files, {out['chunks']} chunks; best of {len(rounds['encoder'])}",
-        ),
-        Row(
-            SECTION,
-            f"first index end to end, {name}",
-            f"{out['pass_cps']:.1f} chunks/s",
-            ">= 0.85 x encoder",
-            f"ratio {out['pass_cps'] / out['encoder_cps']:.2f}; best of each; "
-            f"by round (pass/encoder load average): {by_round}",
-        ),
+            f"{out['files']} files, {out['chunks']} chunks; best of {len(encoder)} "
+            f"(load average {loads}); {out['encoder_cpu_cps']:.1f} chunks per CPU-s",
+        )
+    ]
+    for way, got in out["ways"].items():
+        label = "" if way == "as shipped" else f", {way}"
+        loads = ", ".join(f"{p['load']:.1f}" for p in got["rounds"])
+        rows.append(
+            Row(
+                SECTION,
+                f"first index end to end, {name}{label}",
+                f"{got['cps']:.1f} chunks/s",
+                ">= 0.85 x encoder",
+                f"ratio {got['ratio']:.2f}; per CPU-s {got['cpu_ratio']:.2f}; best of "
+                f"{len(got['rounds'])} (load average {loads})",
+            )
+        )
+    best = out["ways"]["as shipped"]["best_pass"]
+    rest = best["seconds"] - best["embedding_s"] - best["counting_s"]
+    difference = out["ways"]["as shipped"]["max_vector_difference"]
+    return rows + [
         Row(
             SECTION,
             f"first index: the encoder's share of the best pass, {name}",
@@ -250,7 +299,7 @@ def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
         Row(
             SECTION,
             f"first index: vectors of the pass against the encoder alone, {name}",
-            f"{out['max_vector_difference']:.1e}",
+            f"{difference:.1e}",
             "",
             "largest difference of a component (unit vectors)",
         ),
@@ -433,9 +482,9 @@ def big_docx(work: Path, paragraphs: int = 20_000) -> Path:
 # -- child processes: each measurement in a fresh interpreter --------------------------------
 
 
-def _child(what: str, folder: Path, index: Path) -> str:
+def _child(what: str, folder: Path, index: Path, *extra: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.perf_indexing", what, str(folder), str(index)],
+        [sys.executable, "-m", "bench.perf_indexing", what, str(folder), str(index), *extra],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -444,7 +493,7 @@ def _child(what: str, folder: Path, index: Path) -> str:
     return proc.stdout
 
 
-def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
+def _main(what: str, folder: Path, index: Path, *extra: str) -> dict[str, object]:
     import statistics
 
     from micro_rag_mcp.engine import Engine
@@ -453,6 +502,9 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
     from tests.fakes import FakeEmbedder
 
     settings = Settings(data_folder=folder, index_folder=index, watch="off")
+    if what == "encoder-vs-pass":
+        keys, rounds = [k for k in extra[0].split(",") if k], int(extra[1])
+        return _encoder_vs_pass(settings, index, variants(keys), rounds)
     if what == "build":
         engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))
         engine.load_model()
@@ -491,8 +543,6 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
             "files": report.files_added,
             "seconds": seconds,
         }
-    if what == "encoder-vs-pass":
-        return _encoder_vs_pass(settings, index)
     if what == "profile":
         return _profile(settings, index)
     raise SystemExit(f"unknown measurement {what}")
@@ -527,60 +577,152 @@ class _TimedModel:
             self.counting_s += time.perf_counter() - started
 
 
-def _encoder_vs_pass(settings: Settings, index: Path, rounds: int = 2) -> dict[str, object]:
-    """``rounds`` rounds of a whole first index and of the encoder alone on its chunks,
-    alternating (machine load hits both alike), and the best of each.
+class _CharacterOrderedModel(_TimedModel):
+    """The model without its token counts: the pass orders its steps by characters."""
 
-    Also where the best pass's time went (the encoder's calls, counting tokens, the rest)
-    and the largest difference between a vector of the pass and the encoder's own.
+    token_counts = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A way of running the pass, for a lever measured beside the shipped one."""
+
+    steps: Steps
+    by_tokens: bool = True  # False: steps ordered by characters (before 0.3)
+
+    def model(self, inner: OnnxEmbedder) -> _TimedModel:
+        return _TimedModel(inner) if self.by_tokens else _CharacterOrderedModel(inner)
+
+
+def levers() -> dict[str, tuple[str, Variant]]:
+    """Each lever alone, by its key for ``--indexing-levers``: (label, way)."""
+    from micro_rag_mcp.pipeline import Steps
+
+    return {
+        "before": (
+            "before: steps of 16 from windows of 128 ordered by characters",
+            Variant(Steps(16, 128, 0), by_tokens=False),
+        ),
+        "tokens": ("steps of 16 from windows of 128 ordered by tokens", Variant(Steps(16, 128))),
+        "steps32": ("steps of 32 from windows of 128 ordered by tokens", Variant(Steps(32, 128))),
+        "window": ("steps of 16 from windows of 1024 ordered by tokens", Variant(Steps(16, 1024))),
+        "nice": ("as shipped, reading at nice 10", Variant(Steps(reading_nice=10))),
+    }
+
+
+def variants(keys: Sequence[str]) -> dict[str, Variant]:
+    """The levers named by ``keys``, then the shipped pass."""
+    from micro_rag_mcp.pipeline import DEFAULT_STEPS
+
+    known = levers()
+    unknown = sorted(set(keys) - set(known))
+    if unknown:
+        raise SystemExit(
+            f"--indexing-levers: unknown {', '.join(unknown)}; from {', '.join(known)}"
+        )
+    return dict(known[k] for k in keys) | {"as shipped": Variant(DEFAULT_STEPS)}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children that ended (the reader process)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _encoder_vs_pass(
+    settings: Settings, index: Path, ways: dict[str, Variant], rounds: int = 2
+) -> dict[str, object]:
+    """``rounds`` rounds of a whole first index each way and of the encoder alone on its
+    chunks (after every second pass), alternating: machine load hits all alike.
+
+    For each way: chunks per second and per CPU second (which other processes' load
+    inflates least), where its best pass's time went (the encoder's calls, counting
+    tokens, the rest), and the largest difference between a vector of the pass and the
+    encoder's own.
     """
-    import faiss
-
     from micro_rag_mcp.embedder import load_embedder
     from micro_rag_mcp.engine import Engine
 
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-    passes: list[dict[str, float]] = []
+    passes: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
     encoder: list[dict[str, float]] = []
+    difference: dict[str, float] = {}
     for _ in range(rounds):
-        shutil.rmtree(index, ignore_errors=True)
-        timed = _TimedModel(embedder)
-        engine = Engine(settings, lambda model=timed: model)
-        engine.load_model()
-        load = os.getloadavg()[0]
-        started = time.perf_counter()
-        report = engine.reindex()
-        seconds = time.perf_counter() - started
-        engine.stop()
-        passes.append(
-            {
-                "cps": report.chunks_embedded / seconds,
-                "seconds": seconds,
-                "embedding_s": timed.embedding_s,
-                "counting_s": timed.counting_s,
-                "load": load,
-            }
-        )
-        ids, texts = _embedded_texts(index)
-        load = os.getloadavg()[0]
-        started = time.perf_counter()
-        alone = embedder.embed_documents(texts)
-        encoder.append({"cps": len(texts) / (time.perf_counter() - started), "load": load})
-    saved = faiss.read_index(str(index / "faiss.index"))
-    position = {cid: row for row, cid in enumerate(ids)}
-    order = [position[int(cid)] for cid in faiss.vector_to_array(saved.id_map)]
-    vectors = faiss.downcast_index(saved.index).reconstruct_n(0, saved.ntotal)
-    difference = float(np.abs(vectors - alone[order]).max())
-    best = max(passes, key=lambda p: p["cps"])
-    return {
+        for i, (name, way) in enumerate(ways.items()):
+            shutil.rmtree(index, ignore_errors=True)
+            timed = way.model(embedder)
+            engine = Engine(settings, lambda model=timed: model, steps=way.steps)
+            engine.load_model()
+            load, cpu = os.getloadavg()[0], _cpu_s()
+            started = time.perf_counter()
+            report = engine.reindex()
+            seconds = time.perf_counter() - started
+            engine.stop()
+            chunks = report.chunks_embedded
+            passes[name].append(
+                {
+                    "cps": chunks / seconds,
+                    "cpu_cps": chunks / (_cpu_s() - cpu),
+                    "seconds": seconds,
+                    "embedding_s": timed.embedding_s,
+                    "counting_s": timed.counting_s,
+                    "load": load,
+                }
+            )
+            if i % 2 == 1 or i == len(ways) - 1:
+                alone, cps = _encoder_alone(embedder, index)
+                encoder.append(cps)
+            else:
+                alone = None
+            if alone is not None:
+                difference[name] = max(difference.get(name, 0.0), _vector_difference(index, alone))
+    best_encoder = max(e["cps"] for e in encoder)
+    best_encoder_cpu = max(e["cpu_cps"] for e in encoder)
+    out: dict[str, object] = {
         "files": report.files_added,
         "chunks": report.chunks_embedded,
-        "pass_cps": best["cps"],
-        "encoder_cps": max(e["cps"] for e in encoder),
-        "best_pass": best,
-        "rounds": {"pass": passes, "encoder": encoder},
-        "max_vector_difference": difference,
+        "encoder_cps": best_encoder,
+        "encoder_cpu_cps": best_encoder_cpu,
+        "encoder_rounds": encoder,
+        "ways": {},
     }
+    for name, runs in passes.items():
+        best = max(runs, key=lambda p: p["cps"])
+        out["ways"][name] = {  # type: ignore[index]
+            "cps": best["cps"],
+            "ratio": best["cps"] / best_encoder,
+            "cpu_ratio": max(p["cpu_cps"] for p in runs) / best_encoder_cpu,
+            "best_pass": best,
+            "rounds": runs,
+            "max_vector_difference": difference.get(name),
+        }
+    return out
+
+
+def _encoder_alone(
+    embedder: OnnxEmbedder, index: Path
+) -> tuple[dict[int, npt.NDArray[np.float32]], dict[str, float]]:
+    """The encoder alone on the chunks of the index the last pass made, in one call."""
+    ids, texts = _embedded_texts(index)
+    load, cpu = os.getloadavg()[0], _cpu_s()
+    started = time.perf_counter()
+    vectors = embedder.embed_documents(texts)
+    seconds = time.perf_counter() - started
+    rates = {"cps": len(texts) / seconds, "cpu_cps": len(texts) / (_cpu_s() - cpu), "load": load}
+    return dict(zip(ids, vectors, strict=True)), rates
+
+
+def _vector_difference(index: Path, alone: dict[int, npt.NDArray[np.float32]]) -> float:
+    """The largest difference of a component between the saved vectors and ``alone``."""
+    import faiss
+
+    saved = faiss.read_index(str(index / "faiss.index"))
+    ids = faiss.vector_to_array(saved.id_map)
+    vectors = faiss.downcast_index(saved.index).reconstruct_n(0, saved.ntotal)
+    return max(float(np.abs(v - alone[int(c)]).max()) for c, v in zip(ids, vectors, strict=True))
 
 
 def _profile(settings: object, index: Path, sample: int = 256) -> dict[str, object]:
@@ -638,4 +780,4 @@ def _embedded_texts(index: Path) -> tuple[list[int], list[str]]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))))
+    print(json.dumps(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:])))

@@ -108,7 +108,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="",
         metavar="LIST",
         help="also run the pass with each lever alone, alternating with the shipped one: "
-        "before (as before 0.3), tokens, steps32, window, nice (see bench.perf_indexing.levers)",
+        "before (the pass as it was: 16 from 128 by characters), tokens, steps32, window, nice",
     )
     g.add_argument(
         "--indexing-rounds",
@@ -588,7 +588,7 @@ class Variant:
     """A way of running the pass, for a lever measured beside the shipped one."""
 
     steps: Steps
-    by_tokens: bool = True  # False: steps ordered by characters (before 0.3)
+    by_tokens: bool = True  # False: steps ordered by characters, as they were
 
     def model(self, inner: OnnxEmbedder) -> _TimedModel:
         return _TimedModel(inner) if self.by_tokens else _CharacterOrderedModel(inner)

@@ -7,6 +7,8 @@ asks it for that file) to catch the pass with reading and embedding both under w
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.indexer import EMBED_BATCH
 from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.pipeline import Steps
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.vectors import VectorStore
@@ -197,3 +200,26 @@ def test_steps_group_chunks_by_the_embedders_token_counts(data: Path) -> None:
     assert sum(map(len, steps)) == FILES and len(steps) > 2
     for step, later in itertools.pairwise(steps[1:]):  # the first window is one step
         assert min(step) >= max(later)  # the most tokens first, no step straddling another
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities: Linux")
+def test_reading_runs_below_the_encoder_when_asked(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(data)
+    real = IsolatedReader.read
+    seen: list[int] = []
+
+    def read(self: IsolatedReader, path: Path, *, max_bytes: int) -> Document:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(self, path, max_bytes=max_bytes)
+
+    monkeypatch.setattr(IsolatedReader, "read", read)
+    engine = Engine(make_settings(data), FakeEmbedder, steps=Steps(reading_nice=3))
+    engine.load_model()
+    try:
+        engine.reindex()
+    finally:
+        engine.stop()
+    ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert len(seen) == FILES and set(seen) == {min(ours + 3, 19)}

@@ -1,18 +1,22 @@
 """The indexing section of ``bench.perf``: a first index against the encoder's own speed,
-start-up through the MCP interface, no-change reindex, and memory while indexing.
+start-up through the MCP interface, no-change reindex, and memory while indexing. The
+first index is measured by ``bench.indexing_pass``; the generated folders are made by
+``bench.indexing_folders``.
 
 - encoder alone vs. end-to-end first index on the same real folder, in chunks/s: the
   end-to-end pass is the server's own (``Engine.reindex`` with the real model, loaded
   beforehand); the encoder alone then embeds that index's chunk texts in one call; two
-  rounds of each, alternating, the best of each;
+  rounds of each, alternating, the best of each (``--indexing-levers``: each lever alone
+  beside the shipped pass);
 - the server over stdio on a generated folder (``--indexing-files``, fresh index): time
   from process start to the MCP handshake and to the first keyword answer, and with
   ``--indexing-full`` to all vectors (minutes: the encoder does every chunk);
 - no-change reindex on the generated folders, in process, nothing to embed (the cached
   index carries vectors of a stand-in encoder, so reconciling them is real work);
 - first keyword answer from the server on ``--indexing-big`` files, on the cached index;
-- peak RSS of a reindex pass (its process and its reader process) on small and big
-  folders and on one very large DOCX.
+- peak RSS (``VmHWM``, each process's own) of a keyword-only first index, its process and
+  its reader process, on 100 to 10,000 files (and ``--indexing-big`` files with
+  ``--indexing-memory-big``), a large generated folder and one very large DOCX.
 
 Generated folders and their indexes are cached under ``--work``: the first run builds the
 big one once (several minutes), later runs reuse it.
@@ -23,66 +27,70 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.perf_common import Row
+from bench.indexing_folders import (
+    big_docx,
+    large_folder,
+    notes_folder,
+)
+from bench.indexing_pass import pass_rows, profile, profile_rows, run_ways, variants
+from bench.perf_common import ChildrenPeak, Row, peak_rss_mb
 
 SECTION = "indexing"
-WORDS = [
-    "ledger",
-    "harbor",
-    "invoice",
-    "policy",
-    "travel",
-    "expense",
-    "report",
-    "quarter",
-    "revenue",
-    "margin",
-    "supplier",
-    "contract",
-    "river",
-    "stone",
-    "market",
-    "orchard",
-    "pump",
-    "valve",
-    "turbine",
-    "sensor",
-    "audit",
-    "payroll",
-    "lease",
-    "tariff",
-    "freight",
-    "cargo",
-    "vessel",
-    "dock",
-    "crane",
-    "permit",
-    "zoning",
-    "survey",
-    "parcel",
-    "boundary",
-    "easement",
-]
 REPO = Path(__file__).resolve().parent.parent
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("indexing")
     g.add_argument(
-        "--indexing-files", type=int, default=10_000, help="files of the generated folder"
+        "--indexing-files",
+        type=int,
+        default=10_000,
+        help="files of the generated folder",
     )
     g.add_argument(
         "--indexing-big",
         type=int,
         default=100_000,
         help="files of the big generated folder (0 skips it; built once, then cached)",
+    )
+    g.add_argument(
+        "--indexing-parts",
+        default=",".join(PARTS),
+        metavar="LIST",
+        help="of: pass (encoder alone vs. a first index), start (the server's start-up), "
+        "no-change (reindex), memory (peak RSS of keyword-only first indexes)",
+    )
+    g.add_argument(
+        "--indexing-levers",
+        default="",
+        metavar="LIST",
+        help="also run the pass with each lever alone, alternating with the shipped one: "
+        "before (the pass as it was: 16 from 128 by characters), tokens, steps32, window, nice",
+    )
+    g.add_argument(
+        "--indexing-rounds",
+        type=int,
+        default=2,
+        help="rounds of the encoder alone vs. a first index, the best of each kept",
+    )
+    g.add_argument(
+        "--indexing-memory-big",
+        action="store_true",
+        help="also the peak RSS of a keyword-only first index of the --indexing-big folder "
+        "(minutes: a transaction and an fsync per file)",
+    )
+    g.add_argument(
+        "--indexing-large-mb",
+        type=int,
+        default=256,
+        help="size of the generated folder of large text whose keyword-only first index's "
+        "memory is measured (0 skips it; made once, then cached)",
     )
     g.add_argument(
         "--indexing-profile",
@@ -96,50 +104,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+PARTS = ("pass", "start", "no-change", "memory")
+
+
 def run(args: argparse.Namespace) -> list[Row]:
     work: Path = args.work / "indexing"
     work.mkdir(parents=True, exist_ok=True)
     n_files = 1_000 if args.quick else args.indexing_files
     n_big = 0 if args.quick else args.indexing_big
+    parts = [p.strip() for p in args.indexing_parts.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise SystemExit(f"--indexing-parts: unknown {', '.join(unknown)}; from {', '.join(PARTS)}")
     rows: list[Row] = []
-    for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
-        if folder is not None:
-            rows += encoder_vs_pass(name, folder, work)
-            if args.indexing_profile:
-                rows += stage_profile(name, folder, work)
+    if "pass" in parts:
+        for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
+            if folder is not None:
+                rows += encoder_vs_pass(
+                    name, folder, work, args.indexing_levers, args.indexing_rounds
+                )
+                if args.indexing_profile:
+                    rows += stage_profile(name, folder, work)
     small = notes_folder(work, n_files)
-    rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
-    rows += no_change(small, work, n_files)
-    if n_big:
-        big = notes_folder(work, n_big)
-        rows += no_change(big, work, n_big)
-        rows += server_start(big, catalog_copy(big, work), n_big, full=False, fresh=False)
-    rows += indexing_memory(work, small, n_files)
+    if "start" in parts:
+        rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
+        if n_big:
+            big = notes_folder(work, n_big)
+            rows += server_start(big, catalog_copy(big, work), n_big, full=False, fresh=False)
+    if "no-change" in parts:
+        rows += no_change(small, work, n_files)
+        if n_big:
+            rows += no_change(notes_folder(work, n_big), work, n_big)
+    if "memory" in parts:
+        large_mb = 0 if args.quick else args.indexing_large_mb
+        memory_big = n_big if args.indexing_memory_big else 0
+        rows += indexing_memory(work, small, n_files, memory_big, large_mb)
     return rows
 
 
 # -- generated folders -------------------------------------------------------------------
-
-
-def notes_folder(work: Path, n: int) -> Path:
-    """``n`` one-paragraph text files, 100 to a folder; made once, then reused."""
-    folder = work / f"notes-{n}"
-    done = folder / ".complete"  # hidden: never indexed
-    if done.exists():
-        return folder
-    shutil.rmtree(folder, ignore_errors=True)
-    rng = random.Random(n)
-    for i in range(n):
-        sub = folder / f"d{i // 100:04d}"
-        if i % 100 == 0:
-            sub.mkdir(parents=True)
-        words = " ".join(rng.choice(WORDS) for _ in range(90))
-        (sub / f"note{i:06d}.txt").write_text(f"Note {i}, item{i}. {words}.\n")
-    old = time.time() - 3600  # stamps older than the racy window
-    for path in folder.rglob("*.txt"):
-        os.utime(path, (old, old))
-    done.write_text("")
-    return folder
 
 
 def cached_index(folder: Path, work: Path) -> Path:
@@ -179,36 +182,12 @@ def catalog_copy(folder: Path, work: Path) -> Path:
 
 
 def stage_profile(name: str, folder: Path, work: Path) -> list[Row]:
-    """Where the time of a first index goes: each stage alone, as a share of their sum."""
-    out = json.loads(_child("profile", folder, work / f"profile-{name}"))
-    seconds: dict[str, float] = out["seconds"]
-    total = sum(seconds.values())
-    return [
-        Row(
-            SECTION,
-            f"first index stage: {stage}, {name}",
-            f"{s:.1f} s",
-            "",
-            f"{100 * s / total:.0f}% of the stages' sum; {out['chunks']} chunks",
-        )
-        for stage, s in seconds.items()
-    ]
+    return profile_rows(name, json.loads(_child("profile", folder, work / f"profile-{name}")))
 
 
-def encoder_vs_pass(name: str, folder: Path, work: Path) -> list[Row]:
-    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}"))
-    ratio = out["pass_cps"] / out["encoder_cps"]
-    note = f"{out['files']} files, {out['chunks']} chunks"
-    return [
-        Row(SECTION, f"encoder alone, {name}", f"{out['encoder_cps']:.1f} chunks/s", "", note),
-        Row(
-            SECTION,
-            f"first index end to end, {name}",
-            f"{out['pass_cps']:.1f} chunks/s",
-            ">= 0.85 x encoder",
-            f"ratio {ratio:.2f}; best of 2 rounds, alternating with the encoder",
-        ),
-    ]
+def encoder_vs_pass(name: str, folder: Path, work: Path, keys: str, rounds: int) -> list[Row]:
+    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}", keys, str(rounds)))
+    return pass_rows(name, out)
 
 
 # -- the server over stdio ---------------------------------------------------------------
@@ -301,10 +280,19 @@ def no_change(folder: Path, work: Path, n: int) -> list[Row]:
 # -- memory --------------------------------------------------------------------------------
 
 
-def indexing_memory(work: Path, small: Path, n_small: int) -> list[Row]:
+def indexing_memory(work: Path, small: Path, n_small: int, n_big: int, large_mb: int) -> list[Row]:
+    """Peak RSS of a keyword-only first index on folders from 100 files to ``n_big`` files,
+    a folder of ``large_mb`` MB, and one large DOCX: each in a child of its own."""
+    cases = [
+        ("100 files", notes_folder(work, 100)),
+        (f"{n_small} files", small),
+        ("one large DOCX", big_docx(work)),
+    ]
+    if n_big:
+        cases.append((f"{n_big} files", notes_folder(work, n_big)))
+    if large_mb:
+        cases.append((f"{large_mb} MB of Markdown and text", large_folder(work, large_mb)))
     rows = []
-    tiny = notes_folder(work, 100)
-    cases = [("100 files", tiny), (f"{n_small} files", small), ("one large DOCX", big_docx(work))]
     for label, folder in cases:
         out = json.loads(_child("memory", folder, work / f"memory-{folder.name}"))
         rows.append(
@@ -313,39 +301,27 @@ def indexing_memory(work: Path, small: Path, n_small: int) -> list[Row]:
                 f"peak RSS of a first index (keyword only), {label}",
                 f"{out['self_mb']:.0f} MB",
                 "no growth with the folder",
-                f"reader process {out['reader_mb']:.0f} MB; {out['chunks']} chunks",
+                f"reader process {out['reader_mb']:.0f} MB; {out['files']} files, "
+                f"{out['chunks']} chunks in {out['seconds']:.0f} s",
             )
         )
     return rows
 
 
-def big_docx(work: Path, paragraphs: int = 20_000) -> Path:
-    """A folder with one DOCX of about 870 pages (``paragraphs`` paragraphs), made once."""
-    folder = work / "docx-large"
-    path = folder / "handbook.docx"
-    if path.exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    import docx
-
-    rng = random.Random(7)
-    document = docx.Document()
-    for i in range(paragraphs):
-        if i % 200 == 0:
-            document.add_heading(f"Chapter {i // 200}", level=1)
-        document.add_paragraph(" ".join(rng.choice(WORDS) for _ in range(40)))
-    tmp = folder / ".handbook.docx.tmp"
-    document.save(str(tmp))
-    os.replace(tmp, path)
-    return folder
-
-
 # -- child processes: each measurement in a fresh interpreter --------------------------------
 
 
-def _child(what: str, folder: Path, index: Path) -> str:
+def _child(what: str, folder: Path, index: Path, *extra: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.perf_indexing", what, str(folder), str(index)],
+        [
+            sys.executable,
+            "-m",
+            "bench.perf_indexing",
+            what,
+            str(folder),
+            str(index),
+            *extra,
+        ],
         cwd=REPO,
         check=True,
         capture_output=True,
@@ -354,17 +330,18 @@ def _child(what: str, folder: Path, index: Path) -> str:
     return proc.stdout
 
 
-def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
-    import resource
+def _main(what: str, folder: Path, index: Path, *extra: str) -> dict[str, object]:
     import statistics
 
-    from micro_rag_mcp.embedder import load_embedder
     from micro_rag_mcp.engine import Engine
     from micro_rag_mcp.errors import ModelUnavailable
     from micro_rag_mcp.settings import Settings
     from tests.fakes import FakeEmbedder
 
     settings = Settings(data_folder=folder, index_folder=index, watch="off")
+    if what == "encoder-vs-pass":
+        keys, rounds = [k for k in extra[0].split(",") if k], int(extra[1])
+        return run_ways(settings, index, variants(keys), rounds)
     if what == "build":
         engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))
         engine.load_model()
@@ -381,7 +358,7 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
             seconds.append(time.perf_counter() - started)
             assert report.chunks_embedded == 0 and report.files_unchanged > 0
         engine.stop()
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss = peak_rss_mb()
         best, median = min(seconds), statistics.median(seconds)
         return {"runs": 5, "best_s": best, "median_s": median, "rss_mb": rss}
     if what == "memory":
@@ -391,92 +368,22 @@ def _main(what: str, folder: Path, index: Path) -> dict[str, object]:
 
         shutil.rmtree(index, ignore_errors=True)
         engine = Engine(settings, no_model)
-        report = engine.reindex()
-        engine.stop()
-        usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        reader = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        return {"self_mb": usage, "reader_mb": reader, "chunks": report.chunks_total}
-    if what == "encoder-vs-pass":
-        # Two rounds of each, alternating, best of each: machine load hits both alike.
-        embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-        passes, encoder = [], []
-        for _ in range(2):
-            shutil.rmtree(index, ignore_errors=True)
-            engine = Engine(settings, lambda: embedder)
-            engine.load_model()
-            started = time.perf_counter()
+        started = time.perf_counter()
+        with ChildrenPeak() as reader:
             report = engine.reindex()
-            passes.append(report.chunks_embedded / (time.perf_counter() - started))
-            engine.stop()
-            texts = _embedded_texts(index)
-            started = time.perf_counter()
-            embedder.embed_documents(texts)
-            encoder.append(len(texts) / (time.perf_counter() - started))
+        elapsed = time.perf_counter() - started
+        engine.stop()
         return {
+            "self_mb": peak_rss_mb(),
+            "reader_mb": reader.mb,
+            "chunks": report.chunks_total,
             "files": report.files_added,
-            "chunks": report.chunks_embedded,
-            "pass_cps": max(passes),
-            "encoder_cps": max(encoder),
-            "rounds": {"pass": passes, "encoder": encoder},
+            "seconds": elapsed,
         }
     if what == "profile":
-        return _profile(settings, index)
+        return profile(settings, index)
     raise SystemExit(f"unknown measurement {what}")
 
 
-def _profile(settings: object, index: Path, sample: int = 256) -> dict[str, object]:
-    """Each stage of a first index alone, in seconds over the whole folder: reading (the
-    reader process: parse and round trip), chunking, storing (SQLite, FTS5, fsync),
-    tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
-    from micro_rag_mcp.catalog import Catalog, FileRecord
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.indexer import _extract, embedding_text, scan_rules
-    from micro_rag_mcp.isolation import IsolatedReader
-    from micro_rag_mcp.scanner import scan
-    from micro_rag_mcp.settings import Settings
-
-    assert isinstance(settings, Settings)
-    files = scan(scan_rules(settings)).files
-    seconds: dict[str, float] = {}
-    started = time.perf_counter()
-    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
-        docs = [(f, reader.read(f.path, max_bytes=settings.max_file_bytes)) for f in files]
-    seconds["reading"] = time.perf_counter() - started
-    started = time.perf_counter()
-    chunked = [(f, _extract(doc, f.path, settings)[1]) for f, doc in docs]
-    seconds["chunking"] = time.perf_counter() - started
-    shutil.rmtree(index, ignore_errors=True)
-    index.mkdir(parents=True)
-    catalog = Catalog.open(index / "catalog.sqlite3")
-    started = time.perf_counter()
-    for f, chunks in chunked:
-        catalog.store_file(FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks)
-    seconds["storing"] = time.perf_counter() - started
-    catalog.close()
-    texts = [embedding_text(c.title, c.text) for _, chunks in chunked for c in chunks]
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-    started = time.perf_counter()
-    embedder._tokenizer.encode_batch(texts)  # the encoder's own first stage, alone
-    seconds["tokenizing"] = time.perf_counter() - started
-    part = texts[:: max(1, len(texts) // sample)][:sample]
-    started = time.perf_counter()
-    embedder.embed_documents(part)
-    per_chunk = (time.perf_counter() - started) / len(part)
-    seconds["encoder"] = per_chunk * len(texts) - seconds["tokenizing"]
-    return {"files": len(files), "chunks": len(texts), "seconds": seconds}
-
-
-def _embedded_texts(index: Path) -> list[str]:
-    """What the pass embedded for each chunk of the index, in chunk order."""
-    import sqlite3
-
-    from micro_rag_mcp.indexer import embedding_text
-
-    conn = sqlite3.connect(index / "catalog.sqlite3")
-    rows = conn.execute("SELECT title, text FROM chunks ORDER BY id").fetchall()
-    conn.close()
-    return [embedding_text(title, text) for title, text in rows]
-
-
 if __name__ == "__main__":
-    print(json.dumps(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))))
+    print(json.dumps(_main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:])))

@@ -100,6 +100,12 @@ def test_order_preserved_with_mixed_lengths(embedder: OnnxEmbedder) -> None:
         assert _cosine(row, embedder.embed_query(text)) >= 0.99999
 
 
+def test_token_counts_are_what_a_batch_is_padded_to(embedder: OnnxEmbedder) -> None:
+    short, long = embedder.token_counts(["hello world", "word " * 1_000])
+    assert long == 256  # truncated like the run
+    assert short == 4  # [CLS] hello world [SEP]
+
+
 def test_rows_are_unit_float32(embedder: OnnxEmbedder) -> None:
     vectors = embedder.embed_documents(["a", "short one", "x " * 400, "", "   "])
     assert vectors.dtype == np.float32

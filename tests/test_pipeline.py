@@ -6,15 +6,21 @@ asks it for that file) to catch the pass with reading and embedding both under w
 
 from __future__ import annotations
 
+import itertools
+import os
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.indexer import EMBED_BATCH
 from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.pipeline import Steps
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.vectors import VectorStore
@@ -149,3 +155,71 @@ def test_files_read_while_the_model_loads_are_searchable_then_embedded(data: Pat
         release.set()
         engine.stop()
     assert vector_ids(data / "index") == chunk_ids(data / "index")
+
+
+class TokenCountingEmbedder(FakeEmbedder):
+    """Counts a text's tokens against its length in characters (the longer, the fewer),
+    and keeps each step's texts, so a test sees which of the two ordered the steps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[list[str]] = []
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return [tokens(t) for t in texts]
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.steps.append(list(texts))
+        return super().embed_documents(texts)
+
+
+def tokens(text: str) -> int:
+    return 1_000 - len(text)
+
+
+def test_steps_group_chunks_by_the_embedders_token_counts(data: Path) -> None:
+    for i in range(FILES):
+        write(data / f"note{i:03d}.txt", f"Note {i} marker{i} " + "word " * ((i * 7) % FILES))
+    release = threading.Event()
+    embedder = TokenCountingEmbedder()
+
+    def load_once_read() -> FakeEmbedder:
+        release.wait(60)  # every chunk is stored before the first window is taken
+        return embedder
+
+    engine = Engine(make_settings(data, model_wait_s=0.0), load_once_read)
+    engine.start()
+    try:
+        wait_for(lambda: engine.state().chunks_total == FILES)
+        release.set()
+        wait_for(lambda: not engine.state().indexing)
+    finally:
+        release.set()
+        engine.stop()
+    steps = [[tokens(t) for t in step] for step in embedder.steps]
+    assert sum(map(len, steps)) == FILES and len(steps) > 2
+    for step, later in itertools.pairwise(steps[1:]):  # the first window is one step
+        assert min(step) >= max(later)  # the most tokens first, no step straddling another
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities: Linux")
+def test_reading_runs_below_the_encoder_when_asked(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(data)
+    real = IsolatedReader.read
+    seen: list[int] = []
+
+    def read(self: IsolatedReader, path: Path, *, max_bytes: int) -> Document:
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return real(self, path, max_bytes=max_bytes)
+
+    monkeypatch.setattr(IsolatedReader, "read", read)
+    engine = Engine(make_settings(data), FakeEmbedder, steps=Steps(reading_nice=3))
+    engine.load_model()
+    try:
+        engine.reindex()
+    finally:
+        engine.stop()
+    ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert len(seen) == FILES and set(seen) == {min(ours + 3, 19)}

@@ -71,6 +71,14 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An embedder that can say how many tokens each text is embedded as: a batch is
+    padded to its longest member in tokens, so steps are best grouped by this count."""
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]: ...
+
+
 class OnnxEmbedder:
     """``Embedder`` backed by an onnxruntime session; safe to call from several threads."""
 
@@ -119,6 +127,10 @@ class OnnxEmbedder:
         """Embed one text; shape ``(dimension,)``."""
         vector: npt.NDArray[np.float32] = self.embed_documents([text])[0]
         return vector
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as ``embed_documents`` runs it (truncated to 256)."""
+        return [len(e.ids) for e in self._tokenizer.encode_batch([t.strip() for t in texts])]
 
     def release_memory(self) -> None:
         """Give back the working memory of the largest batch so far; for when it is idle.

@@ -27,6 +27,7 @@ from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotI
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
@@ -70,6 +71,7 @@ class Engine:
         *,
         save_every_s: float = 30.0,
         approximate_from: int = APPROXIMATE_FROM,
+        steps: Steps = DEFAULT_STEPS,
     ) -> None:
         self.settings = settings
         self.params = params or SearchParams()
@@ -79,7 +81,13 @@ class Engine:
         self._vectors = VectorCache(self.paths, approximate_from)
         self._stats = StatsCache()
         self._writer = Writer(
-            settings, self.paths, self._model, self._vectors, self._stop, save_every_s=save_every_s
+            settings,
+            self.paths,
+            self._model,
+            self._vectors,
+            self._stop,
+            save_every_s=save_every_s,
+            steps=steps,
         )
         self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
         self._startup: threading.Thread | None = None
@@ -107,7 +115,7 @@ class Engine:
     def stop(self, timeout: float = 60.0) -> None:
         """Stop every pass at its next step and wait at most ``timeout`` s for the background.
 
-        A step is one file read or 16 chunks embedded (``indexer.EMBED_BATCH``); vectors embedded
+        A step is one file read or 32 chunks embedded (``indexer.EMBED_BATCH``); vectors embedded
         so far are saved. Waiting for the step to end means no model call still runs when the
         process exits (onnxruntime aborts the process if one does).
         """

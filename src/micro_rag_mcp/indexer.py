@@ -30,7 +30,7 @@ from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
-EMBED_BATCH = 16  # chunks embedded per step: a stop waits for one step (a few seconds at most)
+EMBED_BATCH = 32  # chunks embedded per step: a stop waits for one step (about a second idle)
 QUIET_STEP = 1024  # files skipped unchanged between two progress reports
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
 VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text

@@ -1,14 +1,14 @@
 """One reindex pass that reads and embeds at once.
 
 A reading thread walks the folder and stores file after file (``indexer.sync_files``,
-through the reader process); meanwhile the pass's own thread embeds, 16 at a time, the
+through the reader process); meanwhile the pass's own thread embeds, 32 at a time, the
 chunks that lack a vector, taking new ones as their files commit. The encoder is the cost
 of a first index and uses every core; what reading costs beside it (the reader's round
 trips, chunking, the catalog's commits and their fsync) is mostly waiting, hidden behind
 the encoder instead of added to it. The model may still be loading when reading begins.
 
 Every guarantee of a pass holds for both threads: a stop is seen between two steps of
-either (one file read, or 16 chunks embedded) and ends the other at its next step; each
+either (one file read, or 32 chunks embedded) and ends the other at its next step; each
 file is one transaction, so keyword search sees it as it commits; vectors embedded before
 a stop are saved; the vectors of chunks replaced during the pass are dropped before each
 save. A kill at any instant leaves the catalog and a saved vector file, whose surplus
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 import threading
 import time
 from collections import deque
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.embedder import Embedder
+from micro_rag_mcp.embedder import CountsTokens, Embedder
 from micro_rag_mcp.errors import Stopped
 from micro_rag_mcp.indexer import EMBED_BATCH, SyncCounts, embedding_text, reconcile, sync_files
 from micro_rag_mcp.results import Progress, ProgressFn
@@ -36,9 +38,23 @@ from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
-NEWS_WAIT_S = 0.25  # how long a step short of 16 chunks waits for more before it runs
-REFILL = 512  # chunk ids taken from the catalog at a time
-WINDOW = 128  # chunks fetched at a time and embedded in steps, ordered by length
+NEWS_WAIT_S = 0.25  # how long a step short of a full one waits for more before it runs
+REFILL = 512  # chunk ids taken from the catalog at a time (at least a window's)
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """How a pass embeds: ``size`` chunks a step (a stop waits for one step), taken from
+    a window of ``window`` chunks fetched at a time and ordered by length in tokens (the
+    window's texts are all the pass holds); ``reading_nice``: how much lower the reading
+    thread and its reader process run than the encoder (Linux)."""
+
+    size: int = EMBED_BATCH
+    window: int = 1024
+    reading_nice: int = 0
+
+
+DEFAULT_STEPS = Steps()
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +116,10 @@ class _Reading(threading.Thread):
         scope: Scope | None,
         force: bool,
         tally: _Tally,
+        nice: int = 0,
     ) -> None:
         super().__init__(name="micro-rag-reading", daemon=True)
+        self._nice = nice
         self._catalog = catalog
         self._settings = settings
         self._scope = scope
@@ -114,6 +132,7 @@ class _Reading(threading.Thread):
         self.halt = threading.Event()  # the pass asks reading to stop at its next step
 
     def run(self) -> None:
+        _lower_priority(self._nice)
         try:
             with contextlib.closing(self._catalog.another()) as catalog:
                 sync_files(
@@ -147,6 +166,7 @@ def read_and_embed(
     progress: ProgressFn,
     stop: threading.Event,
     save_every_s: float = 30.0,
+    steps: Steps = DEFAULT_STEPS,
 ) -> PassResult:
     """Bring the catalog in line with the folder and give every chunk a vector.
 
@@ -155,7 +175,7 @@ def read_and_embed(
     model (its load failed) the pass reads only.
     """
     tally = _Tally(progress, stop)
-    reading = _Reading(catalog, settings, scope, force, tally)
+    reading = _Reading(catalog, settings, scope, force, tally, steps.reading_nice)
     reading.start()
     vectors: VectorStore | None = None
     embedded = 0
@@ -164,7 +184,7 @@ def read_and_embed(
         embedder = _wait_for_model(model, reading, tally)
         if embedder is not None:
             vectors = model.vectors_for(embedder)
-            embedded = _embed(catalog, vectors, embedder, reading, tally, save_every_s)
+            embedded = _embed(catalog, vectors, embedder, reading, tally, save_every_s, steps)
         while not reading.ended.wait(NEWS_WAIT_S):  # no model: follow reading to its end
             _check(reading, tally)
         _check(reading, tally)  # the last news, and what ended reading if not its end
@@ -203,6 +223,7 @@ def _embed(
     reading: _Reading,
     tally: _Tally,
     save_every_s: float,
+    steps: Steps,
 ) -> int:
     """Embed the chunks that lack a vector until reading has ended and none is left."""
     missing, cursor = reconcile(catalog, vectors)
@@ -217,8 +238,8 @@ def _embed(
         if not window:
             reading.news.clear()
             ended = reading.ended.is_set()  # before the refill: it then sees every commit
-            if len(pending) < WINDOW:
-                fresh = catalog.chunk_ids_after(cursor, REFILL)
+            if len(pending) < steps.window:
+                fresh = catalog.chunk_ids_after(cursor, max(REFILL, steps.window))
                 if fresh:
                     cursor = fresh[-1]
                     pending.extend(fresh)
@@ -230,12 +251,18 @@ def _embed(
                     break
                 reading.news.wait(NEWS_WAIT_S)
                 continue
-            if len(pending) < EMBED_BATCH and not ended and reading.news.wait(NEWS_WAIT_S):
+            if len(pending) < steps.size and not ended and reading.news.wait(NEWS_WAIT_S):
                 continue  # more is coming: a full step embeds faster than a short one
-            window = _fetch(catalog, [pending.popleft() for _ in range(min(WINDOW, len(pending)))])
-            continue
-        step = window[-EMBED_BATCH:]
-        del window[-EMBED_BATCH:]
+            # The first window is one step: its vectors come at once, not after a window's
+            # worth of token counting.
+            wanted = steps.window if done else steps.size
+            ids = [pending.popleft() for _ in range(min(wanted, len(pending)))]
+            window = _fetch(catalog, ids, embedder)
+            if not window:
+                continue
+            # No check here: fetching a window is part of its first step.
+        step = window[-steps.size :]
+        del window[-steps.size :]
         vectors.add([c for c, _ in step], embedder.embed_documents([t for _, t in step]))
         done += len(step)
         tally.embedded = done
@@ -248,15 +275,34 @@ def _embed(
     return done
 
 
-def _fetch(catalog: Catalog, ids: list[int]) -> list[tuple[int, str]]:
-    """What each chunk is embedded as, ordered by length.
+def _fetch(catalog: Catalog, ids: list[int], embedder: Embedder) -> list[tuple[int, str]]:
+    """What each chunk is embedded as, ordered by its length in tokens.
 
-    A step is padded to its longest chunk; steps of chunks of like length (taken from a
-    window of ``WINDOW``) waste less of the encoder than steps in the order of storing.
-    A chunk replaced since it was listed has no text now and is left out.
+    A step is padded to its longest chunk in tokens; steps of chunks of like length
+    (taken from a window of ``Steps.window``) waste less of the encoder than steps in the order
+    of storing. A chunk replaced since it was listed has no text now and is left out.
     """
     texts = catalog.chunk_texts(ids)
-    return sorted(((c, embedding_text(*texts[c])) for c in texts), key=lambda ct: len(ct[1]))
+    chunks = [(c, embedding_text(*texts[c])) for c in texts]
+    lengths = _lengths(embedder, [t for _, t in chunks])
+    order = sorted(range(len(chunks)), key=lengths.__getitem__)
+    return [chunks[i] for i in order]
+
+
+def _lengths(embedder: Embedder, texts: list[str]) -> list[int]:
+    """Tokens per text if the embedder can count them, else characters."""
+    if isinstance(embedder, CountsTokens):
+        return embedder.token_counts(texts)
+    return [len(t) for t in texts]
+
+
+def _lower_priority(nice: int) -> None:
+    """Linux: lower this thread's priority by ``nice``; a process it starts inherits it."""
+    if not nice or not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
 
 
 def _keep(

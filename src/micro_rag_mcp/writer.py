@@ -8,7 +8,7 @@ progress, then runs. ``IndexBusy`` is only for a
 second client pass while one runs or waits here, and for any pass while another process
 holds the lock.
 
-A pass checks for a stop between two steps (one file read, or 16 chunks
+A pass checks for a stop between two steps (one file read, or 32 chunks
 embedded): the server stopping, or the caller's progress callback raising ``Stopped``.
 Vectors embedded before a stop are saved.
 """
@@ -27,7 +27,7 @@ from micro_rag_mcp.fsutil import WriterLock, describe_holder
 from micro_rag_mcp.layout import IndexPaths, ensure_folder, open_for_writing
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
-from micro_rag_mcp.pipeline import Model, read_and_embed
+from micro_rag_mcp.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
 from micro_rag_mcp.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.scanner import Scope
 from micro_rag_mcp.settings import Settings
@@ -59,10 +59,12 @@ class Writer:
         stop: threading.Event,
         *,
         save_every_s: float = 30.0,
+        steps: Steps = DEFAULT_STEPS,
     ) -> None:
         self.settings = settings
         self.paths = paths
         self.save_every_s = save_every_s  # how often a long embedding pass saves its vectors
+        self.steps = steps
         self.log_every_s = 10.0  # how often a long pass logs how far it is
         self._model = model
         self._vectors = vectors
@@ -178,6 +180,7 @@ class Writer:
                 progress=report,
                 stop=self._stop,
                 save_every_s=self.save_every_s,
+                steps=self.steps,
             )
             stats = catalog.stats()
             if result.vectors is not None:

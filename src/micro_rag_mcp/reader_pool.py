@@ -1,11 +1,14 @@
-"""Catalog connections kept between searches, reading the file through a memory map.
+"""Catalog connections kept between searches.
 
 A search on a new connection starts with an empty page cache: every B-tree page it
 touches is read with a system call, and at a million chunks the keyword channel's BM25
-looks up the size of every matching row. A connection kept from one search to the next,
-reading through a memory map, took 10.6 ms of CPU where a new one took 14.5 ms
-(docs/benchmarks.md). The mapped pages are the page cache's, shared by every process
-that reads the file.
+looks up the size of every matching row. A connection kept from one search to the next
+took 13.6 ms of CPU where a new one took 14.5 ms (docs/benchmarks.md).
+
+Reading through a memory map (``map_bytes``) saves 3 ms more at a million chunks, but
+every page a process reads through a map counts in its RSS: an idle server on 100k
+chunks grew from about 400 to 540 MB, over the 500 MB it is allowed. So the default
+maps nothing; the pages stay in the kernel's page cache, which RSS does not count.
 
 A kept connection is used again only while the catalog file is the one it opened (same
 device, inode and change time): a catalog moved aside and created anew, or one that
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 
-MAP_BYTES = 1 << 30  # at most this much of the catalog is read through the map
+MAP_BYTES = 0  # bytes of the catalog read through a memory map (see above)
 KEEP = 4  # idle connections kept at most (one per search running at once)
 
 _Identity = tuple[int, int, int]

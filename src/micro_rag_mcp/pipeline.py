@@ -264,6 +264,8 @@ def _embed(
         step = window[-steps.size :]
         del window[-steps.size :]
         vectors.add([c for c, _ in step], embedder.embed_documents([t for _, t in step]))
+        if not done:  # the first vectors of the pass: a stop from now on keeps some
+            logger.info("embedded the first %d chunks", len(step))
         done += len(step)
         tally.embedded = done
         if time.monotonic() - last_save > save_every_s:

@@ -30,7 +30,8 @@ def _section(name: str) -> ModuleType:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    # --help is added once the chosen sections have added their flags, so it lists them.
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0], add_help=False)
     p.add_argument(
         "--sections",
         default=",".join(SECTIONS),
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = {name: _section(name) for name in chosen}
     for module in modules.values():
         module.add_arguments(p)
+    p.add_argument("-h", "--help", action="help", help="show this help message and exit")
     args = p.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     print(

@@ -90,12 +90,21 @@ def test_a_killed_save_leaves_an_old_temporary_that_a_later_save_removes(tmp_pat
     assert not left.exists() and recent.exists()
 
 
-def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path: Path) -> None:
+def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import micro_rag_mcp.embedder as embedder
+
     built = load_embedder(threads=1, cache_dir=tmp_path)
     saved = tmp_path / GRAPH_FILE
     decoded = decode(saved.read_bytes())
     assert decoded is not None and decoded[0] == graph_key(MODEL_SHA256)
     stamp = saved.stat().st_mtime_ns
+
+    def no_build(model_dir: Path) -> bytes:
+        raise AssertionError("the graph was built again")
+
+    monkeypatch.setattr(embedder, "_mapped_graph", no_build)
     again = load_embedder(threads=1, cache_dir=tmp_path)
     assert saved.stat().st_mtime_ns == stamp  # read, not written again
     text = "Harbor cranes unload the cargo vessel."

@@ -172,10 +172,16 @@ def _store_engine(settings: Settings, store: StoreConfig, writing: bool) -> Stor
 def _reader_engine(args: argparse.Namespace) -> Store:
     settings = _reader_settings(args)
     config = store_from_args(args)
-    return _engine(settings) if config is None else _store_engine(settings, config, False)
+    # A reader loads the model without keeping its graph: it never writes the index folder.
+    return (
+        _engine(settings, local=False) if config is None else _store_engine(settings, config, False)
+    )
 
 
 def _embedder_loader(settings: Settings, *, local: bool = True) -> Callable[[], Embedder]:
+    """The model's loader; only a ``local`` one (a writer of the index folder) keeps its
+    built graph and scratch files there."""
+
     def load() -> Embedder:
         from micro_rag_mcp.embedder import load_embedder
 
@@ -192,10 +198,11 @@ def _embedder_loader(settings: Settings, *, local: bool = True) -> Callable[[], 
     return load
 
 
-def _engine(settings: Settings) -> Engine:
+def _engine(settings: Settings, *, local: bool = True) -> Engine:
+    """The embedded store's engine; ``local``: its model may keep files in the index folder."""
     from micro_rag_mcp.engine import Engine
 
-    return Engine(settings, _embedder_loader(settings))
+    return Engine(settings, _embedder_loader(settings, local=local))
 
 
 # -- commands ---------------------------------------------------------------------------

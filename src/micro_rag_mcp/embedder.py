@@ -357,9 +357,12 @@ def load_embedder(
     loaded = None
     if kept is not None and candidate is not None:
         # A graph kept by an earlier start: the session opens from it while the weights'
-        # checksum (0.1-0.2 s) is computed beside it, and both are dropped if it fails.
+        # checksum (0.1-0.2 s) is computed beside it, and both are dropped if it fails
+        # (then the load below looks for the model as if no graph were kept).
         loaded = while_verifying(candidate, lambda: _open_kept(candidate, kept, threads))
-        model_dir = candidate
+        if loaded is not None:
+            model_dir = candidate
+    from_kept = loaded is not None
     if loaded is None:
         model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
         tokenizer = load_tokenizer(model_dir)
@@ -371,7 +374,7 @@ def load_embedder(
         MODEL_ID,
         model_dir,
         time.perf_counter() - started,
-        " (from the kept graph)" if kept is not None else "",
+        " (from the kept graph)" if from_kept else "",
     )
     model_id = f"{MODEL_ID}+int8" if quantize else MODEL_ID
     return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)

@@ -120,7 +120,9 @@ class Engine:
         process exits (onnxruntime aborts the process if one does).
         """
         self._stop.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        # Searches already queued still run (a cancelled one would fail its search with
+        # CancelledError); they are short, and new ones run in the caller's thread.
+        self._pool.shutdown(wait=False)
         self._readers.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:

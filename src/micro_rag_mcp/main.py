@@ -244,6 +244,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
+PRELOAD_JOIN_S = 60.0  # the longest a stopping server waits for a model load under way
 
 
 def check_store_chunking(settings: Settings) -> None:
@@ -323,13 +324,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The model loads while the MCP SDK is imported (most of the time to the handshake):
     # the first search waits for it, and it is often the last thing that search waits for.
     preload = Preload(load)
-    from micro_rag_mcp.server import build_server
+    try:
+        from micro_rag_mcp.server import build_server
 
-    greet_a_person(settings)
-    if store is None:
-        logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
-    else:
-        logger.info("serving the store %s", store.url)
-    folder = settings.data_folder if args.data_folder is not None else None
-    serve_stdio(build_server(settings, preload.result, store, folder=folder), signals)
+        greet_a_person(settings)
+        if store is None:
+            logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+        else:
+            logger.info("serving the store %s", store.url)
+        folder = settings.data_folder if args.data_folder is not None else None
+        serve_stdio(build_server(settings, preload.result, store, folder=folder), signals)
+    finally:
+        # A stop before the engine started, or a failure to build the server, leaves no
+        # one else to wait for the load; it takes about a second.
+        preload.join(PRELOAD_JOIN_S)
     return 0

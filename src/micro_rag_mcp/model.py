@@ -115,7 +115,12 @@ class Preload:
         self._done = threading.Event()
         self._embedder: Embedder | None = None
         self._error: BaseException | None = None
-        threading.Thread(target=self._run, name="micro-rag-preload", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name="micro-rag-preload", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the load to end (onnxruntime aborts a process that exits inside it)."""
+        self._thread.join(timeout)
 
     def _run(self) -> None:
         try:

@@ -79,7 +79,11 @@ class ReaderPool:
         catalog = Catalog.open_reader(self.path)
         if catalog.immutable:
             return None, catalog
-        catalog.map_file(self.map_bytes)
+        try:
+            catalog.map_file(self.map_bytes)
+        except BaseException:
+            catalog.close()
+            raise
         return identity, catalog
 
     def _give_back(self, identity: _Identity | None, catalog: Catalog) -> None:

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,19 @@ def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
         return real(path)
 
     monkeypatch.setattr(os, "scandir", flaky)
+
+
+DEADLINE_S = 30.0
+
+
+def eventually(
+    condition: Callable[[], bool], what: str = "the condition", timeout: float = DEADLINE_S
+) -> None:
+    """Poll ``condition`` until it holds; fail, naming ``what``, after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"within {timeout:g} s: {what}"
+        time.sleep(0.01)
 
 
 def make_settings(data: Path, **kw: object) -> Settings:

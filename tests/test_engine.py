@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,16 +14,9 @@ from micro_rag_mcp.indexer import EMBED_BATCH
 from micro_rag_mcp.model import ModelHandle, Preload
 from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
-from tests.conftest import make_settings
+from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.01)
 
 
 def test_model_handle_loads_once_in_the_background_and_reports_its_state() -> None:
@@ -51,7 +42,7 @@ def test_model_handle_that_failed_says_why_and_never_blocks() -> None:
 
     model = ModelHandle(broken)
     model.start()
-    wait_for(lambda: model.state is not ModelState.LOADING)
+    eventually(lambda: model.state is not ModelState.LOADING)
     assert model.state is ModelState.FAILED and model.error == "model.safetensors is missing"
     assert model.get(30.0) is None
 
@@ -122,7 +113,7 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     embedder.gate.clear()
     eng = Engine(make_settings(data), lambda: embedder)
     eng.start()
-    wait_for(embedder.held.is_set)  # the pass is inside its first embedding step
+    eventually(embedder.held.is_set)  # the pass is inside its first embedding step
     eng.stop(timeout=0)  # asked to stop while the step runs
     embedder.gate.set()  # the step ends; the pass must not begin another
     eng.stop()
@@ -143,7 +134,7 @@ def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching
     try:
         report = eng.reindex()  # before the watcher is even ready
         assert report.files_added == 0 and report.files_unchanged == 5  # start-up did them
-        wait_for(lambda: not eng.state().indexing)
+        eventually(lambda: not eng.state().indexing)
         assert eng.state().files_indexed == 5
     finally:
         eng.stop()

@@ -24,9 +24,8 @@ from micro_rag_mcp.pipeline import Steps
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.vectors import VectorStore
-from tests.conftest import make_settings
+from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-from tests.test_engine import wait_for
 from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
 
 FILES = 3 * EMBED_BATCH
@@ -50,7 +49,7 @@ def hold_last_read(monkeypatch: pytest.MonkeyPatch, until: Callable[[], bool]) -
         nonlocal reads
         reads += 1
         if reads == FILES:
-            wait_for(until)
+            eventually(until)
         return real(self, path, max_bytes=max_bytes)
 
     monkeypatch.setattr(IsolatedReader, "read", read)
@@ -89,12 +88,12 @@ def test_keyword_search_sees_each_file_while_embedding_is_held(data: Path) -> No
     engine = Engine(make_settings(data), lambda: embedder)
     engine.start()
     try:
-        wait_for(embedder.held.is_set)  # a step of embedding waits for the gate
-        wait_for(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
+        eventually(embedder.held.is_set)  # a step of embedding waits for the gate
+        eventually(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
         state = engine.state()
         assert state.indexing and state.chunks_with_vectors == 0
         embedder.gate.set()
-        wait_for(lambda: not engine.state().indexing)
+        eventually(lambda: not engine.state().indexing)
     finally:
         embedder.gate.set()
         engine.stop()
@@ -111,7 +110,7 @@ def test_a_stop_while_both_run_leaves_a_consistent_index_the_next_pass_completes
     hold_last_read(monkeypatch, embedder.held.is_set)  # reading is not over yet
     engine = Engine(make_settings(data), lambda: embedder)
     engine.start()
-    wait_for(embedder.held.is_set)
+    eventually(embedder.held.is_set)
     engine.stop(timeout=0)  # both threads are inside a step
     embedder.gate.set()
     engine.stop()
@@ -146,10 +145,10 @@ def test_files_read_while_the_model_loads_are_searchable_then_embedded(data: Pat
     engine = Engine(make_settings(data, model_wait_s=0.0), slow_load)
     engine.start()
     try:
-        wait_for(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
+        eventually(lambda: found(engine, f"marker{FILES - 1}") == {LAST})
         assert engine.state().chunks_with_vectors == 0
         release.set()
-        wait_for(lambda: not engine.state().indexing)
+        eventually(lambda: not engine.state().indexing)
         assert engine.state().chunks_with_vectors == FILES
     finally:
         release.set()
@@ -190,9 +189,9 @@ def test_steps_group_chunks_by_the_embedders_token_counts(data: Path) -> None:
     engine = Engine(make_settings(data, model_wait_s=0.0), load_once_read)
     engine.start()
     try:
-        wait_for(lambda: engine.state().chunks_total == FILES)
+        eventually(lambda: engine.state().chunks_total == FILES)
         release.set()
-        wait_for(lambda: not engine.state().indexing)
+        eventually(lambda: not engine.state().indexing)
     finally:
         release.set()
         engine.stop()

@@ -10,7 +10,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -22,19 +22,10 @@ from mcp import Client
 from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, WATCHING, network_fs
-from tests.conftest import make_settings
+from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
 from tests.test_e2e_stdio import server_params, wait_idle
 from tests.test_indexer import catalog_rows, write
-
-DEADLINE_S = 30.0
-
-
-def eventually(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"within {timeout:g} s: {what}"
-        time.sleep(0.05)
 
 
 def paths_for(engine: Engine, query: str) -> list[str]:

@@ -261,11 +261,6 @@ class Catalog:
     def close(self) -> None:
         self._conn.close()
 
-    def map_file(self, limit: int) -> None:
-        """Read up to ``limit`` bytes of the file through a memory map rather than with a
-        system call per page: for a connection kept from one search to the next."""
-        self._conn.execute(f"PRAGMA mmap_size = {int(limit)}")
-
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE … COMMIT, rolled back on any exception; bumps ``generation``."""

@@ -23,7 +23,7 @@ from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import Document
-from micro_rag_mcp.results import Progress, ProgressFn
+from micro_rag_mcp.results import Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.scanner import ScannedFile, ScanResult, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.vectors import VectorStore
@@ -44,6 +44,26 @@ class SyncCounts:
     unchanged: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     stale: list[int] = field(default_factory=list)  # chunk ids replaced or removed
+
+    def report(
+        self,
+        failed: list[tuple[str, str]],
+        chunks_total: int,
+        chunks_embedded: int,
+        started: float,
+    ) -> ReindexReport:
+        """What a pass that began at ``started`` (``time.monotonic``) did, as the tools
+        return it; ``failed`` is every failed file in scope, not only this pass's."""
+        return ReindexReport(
+            files_added=self.added,
+            files_updated=self.updated,
+            files_removed=self.removed,
+            files_unchanged=self.unchanged,
+            files_failed=failed,
+            chunks_total=chunks_total,
+            chunks_embedded=chunks_embedded,
+            elapsed_ms=int((time.monotonic() - started) * 1000),
+        )
 
     def take_stale(self) -> list[int]:
         """The stale ids gathered so far, leaving the list to gather more.

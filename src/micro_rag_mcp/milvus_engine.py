@@ -176,16 +176,7 @@ class MilvusEngine:
             for p, row in sorted(self.index.files("failed", self.config.shard).items())
             if scope is None or scope.matches(p)
         ]
-        return ReindexReport(
-            files_added=counts.added,
-            files_updated=counts.updated,
-            files_removed=counts.removed,
-            files_unchanged=counts.unchanged,
-            files_failed=failed,
-            chunks_total=self.index.count_chunks(),
-            chunks_embedded=embedded,
-            elapsed_ms=int((time.monotonic() - started) * 1000),
-        )
+        return counts.report(failed, self.index.count_chunks(), embedded, started)
 
     def _wait_for_model(self) -> Embedder:
         while True:

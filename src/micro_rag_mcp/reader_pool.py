@@ -5,10 +5,10 @@ touches is read with a system call, and at a million chunks the keyword channel'
 looks up the size of every matching row. A connection kept from one search to the next
 took 13.6 ms of CPU where a new one took 14.5 ms (docs/benchmarks.md).
 
-Reading through a memory map (``map_bytes``) saves 3 ms more at a million chunks, but
-every page a process reads through a map counts in its RSS: an idle server on 100k
-chunks grew from about 400 to 540 MB, over the 500 MB it is allowed. So the default
-maps nothing; the pages stay in the kernel's page cache, which RSS does not count.
+Reading through a memory map (SQLite's ``mmap_size``) saved 3 ms more at a million
+chunks, but every page a process reads through a map counts in its RSS: an idle server
+on 100k chunks grew from about 400 to 540 MB, over the 500 MB it is allowed. So nothing
+is mapped; the pages stay in the kernel's page cache, which RSS does not count.
 
 A kept connection is used again only while the catalog file is the one it opened (same
 device, inode and change time): a catalog moved aside and created anew, or one that
@@ -27,17 +27,15 @@ from pathlib import Path
 
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 
-MAP_BYTES = 0  # bytes of the catalog read through a memory map (see above)
 KEEP = 4  # idle connections kept at most (one per search running at once)
 
 _Identity = tuple[int, int, int]
 
 
 class ReaderPool:
-    def __init__(self, path: Path, keep: int = KEEP, map_bytes: int = MAP_BYTES) -> None:
+    def __init__(self, path: Path, keep: int = KEEP) -> None:
         self.path = path
         self.keep = keep
-        self.map_bytes = map_bytes
         self._lock = threading.Lock()
         self._idle: list[tuple[_Identity, Catalog]] = []
         self._closed = False
@@ -79,11 +77,6 @@ class ReaderPool:
         catalog = Catalog.open_reader(self.path)
         if catalog.immutable:
             return None, catalog
-        try:
-            catalog.map_file(self.map_bytes)
-        except BaseException:
-            catalog.close()
-            raise
         return identity, catalog
 
     def _give_back(self, identity: _Identity | None, catalog: Catalog) -> None:

@@ -186,17 +186,7 @@ class Writer:
             if result.vectors is not None:
                 self._vectors.count(catalog, stats, result.vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
-            counts = result.counts
-            return ReindexReport(
-                files_added=counts.added,
-                files_updated=counts.updated,
-                files_removed=counts.removed,
-                files_unchanged=counts.unchanged,
-                files_failed=failed,
-                chunks_total=stats.chunks,
-                chunks_embedded=result.embedded,
-                elapsed_ms=int((time.monotonic() - started) * 1000),
-            )
+            return result.counts.report(failed, stats.chunks, result.embedded, started)
         finally:
             catalog.close()
 

@@ -17,12 +17,15 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ConfigError, StoreMismatch
 from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
 from micro_rag_mcp.milvus_engine import MilvusEngine
+from micro_rag_mcp.milvus_keywords import KeywordStats
+from micro_rag_mcp.milvus_keywords import keyword_hits as milvus_keyword_hits
 from micro_rag_mcp.milvus_store import MilvusIndex
-from micro_rag_mcp.search import SearchParams
+from micro_rag_mcp.search import SearchParams, keyword_candidates, query_terms
 from micro_rag_mcp.store import in_shard, parse_shard, parse_store_url
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -194,6 +197,46 @@ def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_stor
             assert [h.chunk.path for h in theirs.hits] == [h.chunk.path for h in ours.hits]
             assert len(theirs.hits) == 1, query
         assert store.read("runner.txt").text.startswith("She runs along")  # stored as written
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_common_words(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    # "report" is in every file (FTS5 gives it no weight: it is left out), "revenue" in a
+    # third of them (Lucene's idf weighs it far more than FTS5's), the rest are rarer.
+    files = {
+        f"f{i:02}.txt": " ".join(
+            ["Quarterly report."]
+            + (["Revenue grew again this quarter, revenue everywhere."] if i % 3 == 0 else [])
+            + (["The Intel foundry lost money."] if i % 5 == 0 else [])
+            + (["Inventory of wafers rose sharply."] if i % 4 == 1 else [])
+            + ["Filler words about nothing much."] * (i % 6)
+        )
+        for i in range(30)
+    }
+    data = write_folder(tmp_path / "docs", files)
+    params = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, params)
+    embedded.load_model()
+    config = milvus.config()
+    store = store_engine(data, config)
+    try:
+        embedded.reindex()
+        store.reindex()
+        catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+        for query in ("intel revenue report", "revenue inventory", "report", "wafers intel"):
+            found, _ = keyword_candidates(catalog, query, params)
+            paths = {cid: c.path for cid, c in catalog.fetch([cid for cid, _ in found]).items()}
+            expected = {paths[cid]: score for cid, score in found}
+            hits = milvus_keyword_hits(
+                MilvusIndex(config), KeywordStats(), query_terms(query), [], params.depth
+            )
+            assert len(expected) >= 6, query
+            assert {h.path: h.score for h in hits} == pytest.approx(expected, rel=1e-6), query
+        catalog.close()
     finally:
         embedded.stop()
         store.stop()
@@ -424,16 +467,23 @@ def test_a_store_made_with_another_model_or_chunking_is_refused(
     assert MilvusIndex(config).count_files("ok") == len(FILES)  # nothing was mixed in
 
 
-def test_a_store_without_stemmed_keywords_is_refused_not_mixed(
-    milvus: MilvusServer, folder: Path
+@pytest.mark.parametrize(
+    "keywords",
+    [None, "porter-unicode61-1;cjk-bigram-words-1"],
+    ids=["unstemmed", "without-word-counts"],
+)
+def test_a_store_with_keywords_laid_out_otherwise_is_refused_not_mixed(
+    milvus: MilvusServer, folder: Path, keywords: str | None
 ) -> None:
     config = milvus.config()
     engine = store_engine(folder, config)
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "keywords"}
+    if keywords is not None:
+        made_before["keywords"] = keywords
     MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
-    with pytest.raises(StoreMismatch, match="earlier release .* keywords"):
+    with pytest.raises(StoreMismatch, match="another release .* keywords"):
         engine.reindex()
-    with pytest.raises(StoreMismatch, match="earlier release"):
+    with pytest.raises(StoreMismatch, match="another release"):
         store_engine(folder, config).search("fox")
     assert MilvusIndex(config).count_chunks() == 0
 
@@ -445,7 +495,7 @@ def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_ser
     engine = store_engine(folder, config)
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
     MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
-    with pytest.raises(StoreMismatch, match="earlier release .* files"):
+    with pytest.raises(StoreMismatch, match="another release .* files"):
         engine.reindex()
     found = store_engine(folder, config).search("fox")  # read, not refused
     assert found.hits == [] and found.state.chunks_total == 0

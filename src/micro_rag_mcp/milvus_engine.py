@@ -29,6 +29,7 @@ from micro_rag_mcp.errors import (
     StoreUnavailable,
 )
 from micro_rag_mcp.indexer import vector_space
+from micro_rag_mcp.milvus_keywords import KeywordStats
 from micro_rag_mcp.milvus_rows import stored_chunk
 from micro_rag_mcp.milvus_search import store_search
 from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
@@ -82,6 +83,7 @@ class MilvusEngine:
         self.folder = folder
         self.params = params or SearchParams()
         self.index = MilvusIndex(config)
+        self.keyword_stats = KeywordStats()  # the keyword channel's word counts
         self._model = ModelHandle(load_embedder)
         self._stop = threading.Event()
         self._busy = threading.Lock()
@@ -216,6 +218,7 @@ class MilvusEngine:
             self._check_searchable(embedder)
             hits = store_search(
                 self.index,
+                self.keyword_stats,
                 query,
                 query_vector,
                 top_k=top_k,

@@ -7,6 +7,7 @@ missing line or page is stored, and how text is clipped to Milvus's limits.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
 SMALL_BYTES = 2048
 NONE = -1  # stands for a missing line or page number
+BUCKETS = 1 << 16  # chunks fall in this many buckets (``bucket``)
 CHUNK_FIELDS = [
     "id",
     "path",
@@ -120,10 +122,18 @@ def chunk_rows(
             "section": clip(c.section or ""),
             "locator": clip(c.locator or ""),
             "keywords": clip(keyword_text(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
+            "bucket": bucket(path, c.chunk_index),
             "dense": [float(x) for x in v],
         }
         for c, v in zip(chunks, vectors, strict=True)
     ]
+
+
+def bucket(path: str, chunk_index: int) -> int:
+    """A chunk's bucket in ``[0, BUCKETS)``, a hash of where it is: the chunks of the
+    first k buckets are a fair sample of k / ``BUCKETS`` of the collection."""
+    digest = hashlib.blake2b(f"{path}\0{chunk_index}".encode("utf-8", "surrogatepass"))
+    return int.from_bytes(digest.digest()[:4], "big") % BUCKETS
 
 
 def keyword_text(text: str) -> str:

@@ -1,7 +1,8 @@
 """Hybrid search over a Milvus store: Milvus proposes, ``search.fuse`` ranks.
 
 Milvus gives each channel's candidates (dense by inner product of unit vectors, which
-is the cosine; keyword by its BM25 function). Candidates of a version that is not their
+is the cosine; keyword by its BM25 function, scored again as FTS5 scores them by
+``milvus_keywords``). Candidates of a version that is not their
 file's current one are dropped (a write in progress, or one a killed worker left), the
 cosines the fusion needs are computed here from the stored vectors, and the ranking and
 threshold are the embedded store's own (``fuse``, ``best_hits``).
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import StoredChunk
 from micro_rag_mcp.cjk import query_gram_tokens
+from micro_rag_mcp.milvus_keywords import KeywordStats
+from micro_rag_mcp.milvus_keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.milvus_rows import ChunkHit, stored_chunk
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.results import Hit
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 def store_search(
     index: MilvusIndex,
+    stats: KeywordStats,
     query: str,
     query_vector: npt.NDArray[np.float32] | None,
     *,
@@ -43,7 +47,7 @@ def store_search(
     terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
     # CJK runs are found by their bigrams, searched with the words (see cjk.py).
     grams = query_gram_tokens(query) if "keyword" in params.channels else []
-    keyword = index.keyword(" ".join(terms), params.depth, grams) if terms or grams else []
+    keyword = keyword_channel(index, stats, terms, grams, params.depth)
     files = index.file_rows({h.path for h in [*dense, *keyword]})
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)

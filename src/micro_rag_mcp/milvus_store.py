@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.errors import StoreMismatch, StoreUnavailable
 from micro_rag_mcp.milvus_rows import (
+    BUCKETS,
     CHUNK_FIELDS,
     FILE_FIELDS,
     MAX_TEXT_BYTES,
@@ -44,7 +45,7 @@ from micro_rag_mcp.milvus_rows import (
     in_filter,
     literal,
 )
-from micro_rag_mcp.stemming import STEMMING_ID, stemmed
+from micro_rag_mcp.stemming import STEMMING_ID
 from micro_rag_mcp.store import StoreConfig, shard_key, shard_range
 
 if TYPE_CHECKING:
@@ -55,9 +56,10 @@ logger = logging.getLogger(__name__)
 
 IDENTITY_KEY = "micro_rag.identity"
 # Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
-KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1"
+KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
 # Recorded in the identity: how file rows are laid out (a worker needs their shard keys).
 FILES_LAYOUT = "shard-key-range-1"
+LAYOUT_KEYS = ("keywords", "files")  # the identity's keys that say how rows are laid out
 CONNECT_TIMEOUT_S = 5.0
 KEEPALIVE_MS = 300_000
 REFUSED_WAIT_S = 1.5  # after a refused connection, times the attempt
@@ -66,6 +68,7 @@ CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
+SAMPLE_ROWS = 16_384  # Milvus's largest query result
 
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
@@ -251,6 +254,7 @@ class MilvusIndex:
             enable_analyzer=True,
             analyzer_params=ANALYZER,
         )
+        schema.add_field("bucket", DataType.INT64)  # ``milvus_rows.bucket``: a fair sample
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
         schema.add_function(
@@ -270,6 +274,7 @@ class MilvusIndex:
         index.add_index(field_name="dense", index_type="AUTOINDEX", metric_type="IP")
         # A file's chunks are found by path (a write's clean-up, read): never a scan.
         index.add_index(field_name="path", index_type="INVERTED")
+        index.add_index(field_name="bucket", index_type="INVERTED")  # a sample's range
         return index
 
     def check_identity(self, ours: dict[str, str], keys: Sequence[str]) -> None:
@@ -278,11 +283,13 @@ class MilvusIndex:
         if stored is None:
             return
         differ = [k for k in keys if stored.get(k) != ours.get(k)]
-        unrecorded = [k for k in differ if k not in stored]
-        if unrecorded:
+        # No flag sets how rows are laid out: another layout is another release's.
+        laid_out = [k for k in differ if k not in stored or k in LAYOUT_KEYS]
+        if laid_out:
             raise StoreMismatch(
-                f"the store {self.config.url} was made by an earlier release (it records no "
-                f"{', '.join(unrecorded)}): index the folder again into a new collection"
+                f"the store {self.config.url} was made by another release (its "
+                f"{' and '.join(laid_out)} are laid out otherwise): index the folder again "
+                "into a new collection"
             )
         if differ:
             theirs = ", ".join(f"{k} {stored.get(k)}" for k in differ)
@@ -394,7 +401,7 @@ class MilvusIndex:
         return self._count(self.files_name, f"status == {literal(status)}")
 
     def count_chunks(self) -> int:
-        return self._count(self.chunks, "id >= 0")
+        return self._count(self.chunks, "")  # no filter: Milvus answers from its row counts
 
     def _count(self, collection: str, where: str) -> int:
         rows = self._call(lambda c: c.query(collection, filter=where, output_fields=["count(*)"]))
@@ -450,23 +457,35 @@ class MilvusIndex:
         )
         return [hit(h, h["distance"]) for h in found[0]]
 
-    def keyword(self, text: str, limit: int, grams: Sequence[str] = ()) -> list[ChunkHit]:
-        """BM25 matches of ``text``, stemmed as the stored keywords are, and of the CJK
-        bigram words ``grams`` (milvus-lite reports the score negated: taken as is)."""
-        text = " ".join(filter(None, (stemmed(text), *grams)))
-        if not text:
+    def keyword(self, words: Sequence[str], limit: int) -> list[tuple[ChunkHit, list[str]]]:
+        """The best ``limit`` chunks for any of ``words`` (stemmed, as the stored keywords
+        are) by Milvus's own BM25, each with its keyword words (``milvus_keywords``
+        scores them). milvus-lite reports the score negated: taken as is."""
+        if not words:
             return []
         found = self._call(
             lambda c: c.search(
                 self.chunks,
-                data=[text],
+                data=[" ".join(words)],
                 anns_field="sparse",
                 limit=limit,
-                output_fields=["path", "version"],
+                output_fields=["path", "version", "keywords"],
                 search_params={"metric_type": "BM25"},
             )
         )
-        return [hit(h, abs(h["distance"])) for h in found[0]]
+        return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found[0]]
+
+    def sample_keywords(self, buckets: int) -> list[str]:
+        """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at
+        most ``SAMPLE_ROWS`` of them): a sample of the whole collection, spread over every
+        file whatever order the files were written in."""
+        where = "" if buckets >= BUCKETS else f"bucket < {int(buckets)}"
+        rows = self._call(
+            lambda c: c.query(
+                self.chunks, filter=where, output_fields=["keywords"], limit=SAMPLE_ROWS
+            )
+        )
+        return [str(r["keywords"]) for r in rows]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
         out: dict[int, list[float]] = {}

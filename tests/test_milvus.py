@@ -17,6 +17,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from micro_rag_mcp import milvus_keywords
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ConfigError, StoreMismatch
@@ -236,6 +237,53 @@ def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_commo
             )
             assert len(expected) >= 6, query
             assert {h.path: h.score for h in hits} == pytest.approx(expected, rel=1e-6), query
+        catalog.close()
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidates(
+    milvus: MilvusServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 600 one-chunk files of equal length; "common" in 80 % (left out), "middling" in
+    # 25 %, "rare" in three (too rare for a sample of ~180: counted in the candidates).
+    def text(i: int) -> str:
+        marks = ["common" if i % 5 else "other", "middling" if i % 4 == 0 else "another"]
+        marks.append("rare" if i in (8, 124, 457) else "plain")
+        return " ".join(marks + [f"w{i}x{j}" for j in range(9)])
+
+    data = write_folder(tmp_path / "docs", {f"f{i:03}.txt": text(i) for i in range(600)})
+    monkeypatch.setattr(milvus_keywords, "SAMPLE_ROWS", 200)
+    params = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, params)
+    embedded.load_model()
+    config = milvus.config()
+    store = store_engine(data, config)
+    try:
+        embedded.reindex()
+        store.reindex()
+        index, stats = MilvusIndex(config), KeywordStats()
+        sample = stats.sample(index, 600)
+        assert not sample.whole and 100 < sample.rows < 200
+        catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+
+        def both(query: str) -> tuple[dict[str, float], list[tuple[str, float]]]:
+            found, _ = keyword_candidates(catalog, query, params)
+            paths = {cid: c.path for cid, c in catalog.fetch([cid for cid, _ in found]).items()}
+            hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
+            return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
+
+        expected, got = both("rare")
+        assert dict(got) == pytest.approx(expected, rel=0.05)
+        expected, got = both("common middling rare")
+        first = [p for p, _ in got[:3]]  # rare and middling (a tie), then rare alone
+        assert sorted(first[:2]) == ["f008.txt", "f124.txt"] and first[2] == "f457.txt"
+        assert len(got) == len(expected) == 151  # 150 middling, 1 rare alone; not "common"
+        # "middling" is counted in ~180 sampled chunks: its share is off by about 0.03
+        # (one standard error), its idf by about 15 %.
+        assert dict(got) == pytest.approx(expected, rel=0.2)
+        assert both("middling rare")[1] == got  # "common" weighs nothing on either store
         catalog.close()
     finally:
         embedded.stop()

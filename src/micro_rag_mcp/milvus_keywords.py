@@ -31,13 +31,14 @@ from dataclasses import dataclass
 
 from micro_rag_mcp.keywords import COMMON_SHARE
 from micro_rag_mcp.milvus_rows import BUCKETS, ChunkHit
-from micro_rag_mcp.milvus_store import SAMPLE_ROWS, MilvusIndex
+from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's idf of a word in half the chunks or more
 POOL = 3  # Milvus proposes this many candidates per one asked for
+SAMPLE_ROWS = 16_384  # chunks in a sample, at most: Milvus's largest query result
 # Past SAMPLE_ROWS chunks, the sample is taken again once the collection has grown or
 # shrunk by this share (below it, at every change of the count).
 RESAMPLE_SHARE = 1 / 32
@@ -89,7 +90,7 @@ def _taken(index: MilvusIndex, chunks: int) -> Sample:
     )
     having: Counter[str] = Counter()
     length = 0
-    rows = index.sample_keywords(buckets)
+    rows = index.sample_keywords(buckets, SAMPLE_ROWS)
     for row in rows:
         kept = row.split()
         length += len(kept)

@@ -68,7 +68,6 @@ CREATE_WAIT_S = 30.0  # for a collection another worker is creating
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
-SAMPLE_ROWS = 16_384  # Milvus's largest query result
 
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
@@ -475,15 +474,13 @@ class MilvusIndex:
         )
         return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found[0]]
 
-    def sample_keywords(self, buckets: int) -> list[str]:
+    def sample_keywords(self, buckets: int, limit: int) -> list[str]:
         """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at
-        most ``SAMPLE_ROWS`` of them): a sample of the whole collection, spread over every
+        most ``limit`` of them): a sample of the whole collection, spread over every
         file whatever order the files were written in."""
         where = "" if buckets >= BUCKETS else f"bucket < {int(buckets)}"
         rows = self._call(
-            lambda c: c.query(
-                self.chunks, filter=where, output_fields=["keywords"], limit=SAMPLE_ROWS
-            )
+            lambda c: c.query(self.chunks, filter=where, output_fields=["keywords"], limit=limit)
         )
         return [str(r["keywords"]) for r in rows]
 

@@ -10,7 +10,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import anyio
@@ -27,7 +28,7 @@ from micro_rag_mcp.milvus_keywords import KeywordStats
 from micro_rag_mcp.milvus_keywords import keyword_hits as milvus_keyword_hits
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.search import SearchParams, keyword_candidates, query_terms
-from micro_rag_mcp.store import in_shard, parse_shard, parse_store_url
+from micro_rag_mcp.store import StoreConfig, in_shard, parse_shard, parse_store_url
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine
@@ -203,6 +204,36 @@ def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_stor
         store.stop()
 
 
+Channels = Callable[[str], tuple[dict[str, float], list[tuple[str, float]]]]
+
+
+@contextmanager
+def keyword_channels(data: Path, config: StoreConfig, stats: KeywordStats) -> Iterator[Channels]:
+    """The folder indexed in both stores; yields a function asking each keyword channel
+    directly: the embedded store's scores by path, and the store's (path, score) in order."""
+    params = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, params)
+    embedded.load_model()
+    store = store_engine(data, config)
+    try:
+        embedded.reindex()
+        store.reindex()
+        index = MilvusIndex(config)
+        with closing(Catalog.open_reader(data / "index" / "catalog.sqlite3")) as catalog:
+
+            def both(query: str) -> tuple[dict[str, float], list[tuple[str, float]]]:
+                found, _ = keyword_candidates(catalog, query, params)
+                ids = [cid for cid, _ in found]
+                paths = {cid: c.path for cid, c in catalog.fetch(ids).items()}
+                hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
+                return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
+
+            yield both
+    finally:
+        embedded.stop()
+        store.stop()
+
+
 def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_common_words(
     milvus: MilvusServer, tmp_path: Path
 ) -> None:
@@ -219,28 +250,11 @@ def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_commo
         for i in range(30)
     }
     data = write_folder(tmp_path / "docs", files)
-    params = SearchParams(channels=("keyword",))
-    embedded = Engine(make_settings(data), FakeEmbedder, params)
-    embedded.load_model()
-    config = milvus.config()
-    store = store_engine(data, config)
-    try:
-        embedded.reindex()
-        store.reindex()
-        catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    with keyword_channels(data, milvus.config(), KeywordStats()) as both:
         for query in ("intel revenue report", "revenue inventory", "report", "wafers intel"):
-            found, _ = keyword_candidates(catalog, query, params)
-            paths = {cid: c.path for cid, c in catalog.fetch([cid for cid, _ in found]).items()}
-            expected = {paths[cid]: score for cid, score in found}
-            hits = milvus_keyword_hits(
-                MilvusIndex(config), KeywordStats(), query_terms(query), [], params.depth
-            )
+            expected, got = both(query)
             assert len(expected) >= 6, query
-            assert {h.path: h.score for h in hits} == pytest.approx(expected, rel=1e-6), query
-        catalog.close()
-    finally:
-        embedded.stop()
-        store.stop()
+            assert dict(got) == pytest.approx(expected, rel=1e-6), query
 
 
 def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidates(
@@ -255,25 +269,10 @@ def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidat
 
     data = write_folder(tmp_path / "docs", {f"f{i:03}.txt": text(i) for i in range(600)})
     monkeypatch.setattr(milvus_keywords, "SAMPLE_ROWS", 200)
-    params = SearchParams(channels=("keyword",))
-    embedded = Engine(make_settings(data), FakeEmbedder, params)
-    embedded.load_model()
-    config = milvus.config()
-    store = store_engine(data, config)
-    try:
-        embedded.reindex()
-        store.reindex()
-        index, stats = MilvusIndex(config), KeywordStats()
-        sample = stats.sample(index, 600)
+    config, stats = milvus.config(), KeywordStats()
+    with keyword_channels(data, config, stats) as both:
+        sample = stats.sample(MilvusIndex(config), 600)
         assert not sample.whole and 100 < sample.rows < 200
-        catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
-
-        def both(query: str) -> tuple[dict[str, float], list[tuple[str, float]]]:
-            found, _ = keyword_candidates(catalog, query, params)
-            paths = {cid: c.path for cid, c in catalog.fetch([cid for cid, _ in found]).items()}
-            hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
-            return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
-
         expected, got = both("rare")
         assert dict(got) == pytest.approx(expected, rel=0.05)
         expected, got = both("common middling rare")
@@ -284,10 +283,6 @@ def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidat
         # (one standard error), its idf by about 15 %.
         assert dict(got) == pytest.approx(expected, rel=0.2)
         assert both("middling rare")[1] == got  # "common" weighs nothing on either store
-        catalog.close()
-    finally:
-        embedded.stop()
-        store.stop()
 
 
 def test_a_cjk_run_inside_a_passage_is_found_by_keyword_as_in_the_embedded_store(

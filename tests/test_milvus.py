@@ -257,6 +257,40 @@ def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_commo
             assert dict(got) == pytest.approx(expected, rel=1e-6), query
 
 
+def test_a_servers_own_reindex_counts_words_again_at_the_same_chunk_count(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    # Five files trade "beta" for "alpha": the chunk count stays, alpha's count grows.
+    data = write_folder(
+        tmp_path / "docs",
+        {
+            f"f{i:02}.txt": ("alpha" if i < 10 else "beta") + f" gamma{i % 3} w{i}"
+            for i in range(30)
+        },
+    )
+    keyword_only = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, keyword_only)
+    embedded.load_model()
+    store = store_engine(data, milvus.config())
+    store.params = keyword_only
+
+    def fused(engine: Engine | MilvusEngine) -> dict[str, float]:
+        return {h.chunk.path: h.fused for h in engine.search("alpha gamma0", 30, -1.0).hits}
+
+    try:
+        for step in range(2):
+            embedded.reindex()
+            store.reindex()
+            expected = fused(embedded)
+            assert len(expected) == (16 if step == 0 else 20)  # alpha or gamma0
+            assert fused(store) == pytest.approx(expected, rel=1e-6), step
+            for i in range(10, 15):
+                restamp(data / f"f{i:02}.txt", f"alpha gamma{i % 3} w{i}")
+    finally:
+        embedded.stop()
+        store.stop()
+
+
 def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidates(
     milvus: MilvusServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

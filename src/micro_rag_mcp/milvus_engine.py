@@ -143,6 +143,7 @@ class MilvusEngine:
         finally:
             self._progress = None
             self._counted = (-COUNTS_TTL_S, (0, 0, 0))  # what this pass changed shows at once
+            self.keyword_stats.forget()  # and counts its words, even at the same chunk count
             self._busy.release()
 
     def _pass(

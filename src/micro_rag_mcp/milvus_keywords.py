@@ -76,6 +76,11 @@ class KeywordStats:
         self._lock = threading.Lock()
         self._kept: Sample | None = None
 
+    def forget(self) -> None:
+        """Take the sample again at the next search (this process changed the store)."""
+        with self._lock:
+            self._kept = None
+
     def sample(self, index: MilvusIndex, chunks: int) -> Sample:
         with self._lock:
             if self._kept is None or self._kept.outdated(chunks):

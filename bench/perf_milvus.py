@@ -7,6 +7,11 @@ and of the Milvus server.
         --milvus-workers-size 30000 --milvus-embedded-max 100000
     .venv/bin/python -m bench.perf --sections milvus      # the default, as a section of bench.perf
 
+The curve stops before a size whose projected memory (the server's anonymous memory per
+chunk so far, times the next size, and its peak over it) would take the machine past
+``--milvus-max-used-gib``, and a watchdog stops the server if the machine gets there
+anyway: the table then ends at the last size measured, and says why.
+
 Synthetic and labelled so: the folder holds generated text files (``--milvus-chunks``
 chunks of ~1,000 characters each) whose words follow Zipf's law over a 30,000-word
 vocabulary, as a language's do (a query's rarer words then match few chunks, as real
@@ -43,6 +48,8 @@ VOCABULARY = 30_000
 WORDS_PER_CHUNK = 85  # ~800 characters: a 1000/200 chunk's stride, one chunk a paragraph
 QUERIES = 200
 SYNTHETIC = "synthetic text and vectors"
+GIB = 1 << 30
+WATCH_S = 2.0  # how often the watchdog reads the machine's memory
 
 # A worker or a search server, in its own process: argv = kind, folder, url, extra JSON.
 CHILD = """
@@ -126,6 +133,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--milvus-queries", type=int, default=QUERIES, help=f"searches per measure ({QUERIES})"
     )
     p.add_argument("--milvus-url", help="an existing Milvus (default: start milvus-lite)")
+    p.add_argument(
+        "--milvus-curve-workers",
+        type=int,
+        default=1,
+        help="worker processes that ingest each step of the curve (default 1)",
+    )
+    p.add_argument(
+        "--milvus-max-used-gib",
+        type=float,
+        default=20.0,
+        help="stop the curve before the machine's used memory would pass this (default 20)",
+    )
 
 
 def vocabulary() -> list[str]:
@@ -176,18 +195,53 @@ def queries(n: int = QUERIES) -> list[str]:
 
 
 def memory(pid: str | int) -> dict[str, int]:
-    """A process's peak and current resident memory and its proportional share (KiB)."""
+    """A process's peak and current resident memory, its anonymous part (what the kernel
+    cannot drop and read again from a file) and its proportional share (KiB)."""
     status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    names = (("peak_rss_kib", "VmHWM:"), ("rss_kib", "VmRSS:"), ("anon_kib", "RssAnon:"))
     out = {
-        key: int(line.split()[1])
-        for line in status
-        for key, name in (("peak_rss_kib", "VmHWM:"), ("rss_kib", "VmRSS:"))
-        if line.startswith(name)
+        key: int(line.split()[1]) for line in status for key, name in names if line.startswith(name)
     }
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         if line.startswith("Pss:"):
             out["pss_kib"] = int(line.split()[1])
     return out
+
+
+def used_bytes() -> int:
+    """The machine's memory in use: total less what the kernel could give a process."""
+    info = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        info[name] = int(rest.split()[0]) * 1024
+    return info["MemTotal"] - info["MemAvailable"]
+
+
+class MemoryGuard:
+    """Stops the milvus-lite server (our own child) if the machine's used memory passes
+    ``limit`` bytes, before the kernel's out-of-memory killer picks a process of the
+    machine's other users."""
+
+    def __init__(self, server: subprocess.Popen[bytes], limit: float) -> None:
+        self.server = server
+        self.limit = limit
+        self.tripped = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(WATCH_S):
+            used = used_bytes()
+            if used > self.limit and self.server.poll() is None:
+                self.tripped = f"the machine used {used / GIB:.1f} GiB: server stopped"
+                _log(self.tripped)
+                self.server.terminate()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def child(kind: str, folder: Path, url: str, extra: dict[str, object]) -> subprocess.Popen[str]:
@@ -207,8 +261,10 @@ def ingest(folder: Path, url: str, workers: int) -> tuple[float, int]:
     wall seconds and chunks written."""
     started = time.perf_counter()
     procs = [child("index", folder, url, {"shard": [i, workers]}) for i in range(1, workers + 1)]
-    outs = [json.loads(p.communicate()[0]) for p in procs]
-    return time.perf_counter() - started, sum(int(o["chunks"]) for o in outs)
+    outs = [p.communicate()[0] for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError(f"a worker failed indexing {folder}")
+    return time.perf_counter() - started, sum(int(json.loads(o)["chunks"]) for o in outs)
 
 
 def fresh(base_url: str, name: str) -> str:
@@ -252,11 +308,14 @@ def run(args: argparse.Namespace) -> list[Row]:
     if getattr(args, "quick", False):
         sizes = sizes[:1]
     proc, url = (None, args.milvus_url) if args.milvus_url else start_server(work)
+    guard = None if proc is None else MemoryGuard(proc, args.milvus_max_used_gib * GIB)
     rows: list[Row] = []
     try:
         rows.extend(_workers(args, folder, url, args.milvus_workers_size or sizes[0]))
-        rows.extend(_curve(args, folder, url, sizes, proc))
+        rows.extend(_curve(args, folder, url, sizes, proc, guard))
     finally:
+        if guard is not None:
+            guard.stop()
         if proc is not None:
             proc.terminate()
             proc.wait()
@@ -295,30 +354,60 @@ def _curve(
     url: str,
     sizes: list[int],
     server: subprocess.Popen[bytes] | None,
+    guard: MemoryGuard | None,
 ) -> list[Row]:
     """One collection grown size by size: the increment's ingest rate, then search
-    latency and memory at that size, on the store and (up to a size) the embedded one."""
-    per_file = args.milvus_chunks
+    latency and memory at that size, on the store and (up to a size) the embedded one;
+    it stops at the first size the machine's memory would not hold."""
     made = fresh(url, "curve")
     texts = queries(args.milvus_queries)
     rows: list[Row] = []
     total = 0
     for size in sizes:
-        make_folder(folder, -(-size // per_file), per_file)
-        sub = _subfolder(folder, size, per_file)
-        seconds, stored = ingest(sub, made, 1)
-        total += stored
-        label = f"{total:,} chunks"
-        _log(f"{label}: {stored} new chunks in {seconds:.1f} s")
-        rows.append(
-            Row(SECTION, f"ingest, 1 worker, growing to {label} ({stored:,} new)",
-                f"{stored / seconds:.0f} chunks/s", "", f"{SYNTHETIC}; {_load()}")
-        )  # fmt: skip
-        _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
-        rows.extend(_searches(sub, "milvus-lite", made, texts, label, server))
-        if size <= args.milvus_embedded_max:
-            rows.extend(_searches(sub, "embedded", None, texts, label, None))
+        if server is not None and (why := _too_big(server, total, size, args)):
+            rows.append(Row(SECTION, f"curve stopped before {size:,} chunks", why, "", SYNTHETIC))
+            _log(f"{rows[-1].measure}: {why}")
+            break
+        try:
+            total = _step(args, folder, made, size, total, texts, server, rows)
+        except Exception:
+            if guard is None or not guard.tripped:
+                raise
+            rows.append(Row(SECTION, f"curve stopped at {size:,} chunks", guard.tripped))
+            break
     return rows
+
+
+def _step(
+    args: argparse.Namespace,
+    folder: Path,
+    url: str,
+    size: int,
+    total: int,
+    texts: list[str],
+    server: subprocess.Popen[bytes] | None,
+    rows: list[Row],
+) -> int:
+    """Grow the collection to ``size`` chunks and measure it (rows added to ``rows``);
+    the chunks it now holds."""
+    per_file = args.milvus_chunks
+    workers = args.milvus_curve_workers
+    make_folder(folder, -(-size // per_file), per_file)
+    sub = _subfolder(folder, size, per_file)
+    seconds, stored = ingest(sub, url, workers)
+    total += stored
+    label = f"{total:,} chunks"
+    _log(f"{label}: {stored} new chunks in {seconds:.1f} s")
+    rows.append(
+        Row(SECTION, f"ingest, {workers} worker{'s' * (workers > 1)}, growing to {label} "
+            f"({stored:,} new)", f"{stored / seconds:.0f} chunks/s", "",
+            f"{SYNTHETIC}; {_load()}")
+    )  # fmt: skip
+    _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
+    rows.extend(_searches(sub, "milvus-lite", url, texts, label, server))
+    if size <= args.milvus_embedded_max:
+        rows.extend(_searches(sub, "embedded", None, texts, label, None))
+    return total
 
 
 def _subfolder(folder: Path, size: int, per_file: int) -> Path:
@@ -372,12 +461,35 @@ def _searches(
     if server is not None:
         m = memory(server.pid)
         rows.append(
-            Row(SECTION, f"milvus-lite server, RSS / PSS, {label} (and any collection "
-                "still held)", f"{m['rss_kib'] / 1024:.0f} / {m['pss_kib'] / 1024:.0f} MiB",
-                "", SYNTHETIC)
+            Row(SECTION, f"milvus-lite server, RSS / anonymous / peak RSS, {label} (and any "
+                "collection still held)", f"{m['rss_kib'] / 1024:.0f} / "
+                f"{m['anon_kib'] / 1024:.0f} / {m['peak_rss_kib'] / 1024:.0f} MiB", "",
+                f"{SYNTHETIC}; machine {used_bytes() / GIB:.1f} GiB used")
         )  # fmt: skip
         _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
     return rows
+
+
+def _too_big(
+    server: subprocess.Popen[bytes], total: int, size: int, args: argparse.Namespace
+) -> str:
+    """Why growing the curve from ``total`` to ``size`` chunks would take the machine past
+    its limit (empty: it would not): the server's anonymous memory grows by what it holds
+    per chunk so far, and a step also needs the excess of its peak over its resident."""
+    if total == 0 or server.poll() is not None:
+        return ""
+    m = memory(server.pid)
+    per_chunk = m["anon_kib"] * 1024 / total  # held collections counted: on the safe side
+    growth = per_chunk * (size - total)
+    peak = (m["peak_rss_kib"] - m["rss_kib"]) * 1024 * size / total
+    projected = used_bytes() + growth + peak
+    if projected <= args.milvus_max_used_gib * GIB:
+        return ""
+    return (
+        f"projected {projected / GIB:.1f} GiB used, over {args.milvus_max_used_gib:g}: "
+        f"{per_chunk / 1024:.1f} KiB anonymous per chunk held at {total:,}, peak "
+        f"{m['peak_rss_kib'] / 1024**2:.1f} GiB over {m['rss_kib'] / 1024**2:.1f} GiB resident"
+    )
 
 
 def _load() -> str:

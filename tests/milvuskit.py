@@ -23,6 +23,16 @@ from tests.fakes import FakeEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 60.0
+# The server's allocators, set to hand freed memory back (what CI and the benchmarks run).
+# milvus-lite is one Python process: with glibc's default of one malloc arena per thread
+# (its gRPC pool has 16), Arrow's own mimalloc pool, and a mmap threshold that rises after
+# each large free, it kept about as much freed memory as live data (docs/benchmarks.md,
+# "Scale, synthetic"). One pool and two arenas, large blocks mapped and unmapped.
+ALLOCATOR_ENV = {
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+    "MALLOC_ARENA_MAX": "2",
+    "MALLOC_MMAP_THRESHOLD_": "131072",
+}
 
 
 def free_port() -> int:
@@ -48,6 +58,7 @@ class MilvusServer:
                 + ["--host", "127.0.0.1", "--port", str(self.port), "--max-workers", "16"],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, **ALLOCATOR_ENV},
             )
         self._wait_ready()
 

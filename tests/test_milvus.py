@@ -414,6 +414,23 @@ def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
         assert engine.index.versions_of(rel) == {current}
 
 
+def test_a_worker_killed_before_its_first_flip_leaves_new_files_unseen_then_cleared(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    texts = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(4)}
+    data = write_folder(tmp_path / "docs", texts)
+    url = milvus.url()
+    run_halting_worker(data, url, "after-insert", 1, 1000)  # chunks in, no file row yet
+    engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
+    assert engine.index.count_chunks() > 0
+    assert engine.search("alpha bravo").hits == []  # chunks of no file are never shown
+    report = engine.reindex()
+    assert report.files_added == 4
+    for rel in texts:
+        current = engine.index.file_rows([rel])[rel].version
+        assert engine.index.versions_of(rel) == {current}  # the strays are gone
+
+
 # -- many workers, and servers beside them ----------------------------------------------
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +11,13 @@ import pytest
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
+
+# The Ctrl+C tests send SIGINT as a terminal would. A suite started as a background job of
+# a non-interactive shell inherits SIGINT ignored, and so would every process it starts
+# (an ignored signal stays ignored across exec): give this process Python's own handler,
+# which exec resets to the default in the servers and commands the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:

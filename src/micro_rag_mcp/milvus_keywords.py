@@ -89,7 +89,7 @@ class KeywordStats:
 
 
 def _taken(index: MilvusIndex, chunks: int) -> Sample:
-    # Bucket shares a tenth under SAMPLE_ROWS: the count of a bucket range varies.
+    # Aim a tenth under SAMPLE_ROWS: the chunks in a range of buckets vary in number.
     buckets = (
         BUCKETS if chunks <= SAMPLE_ROWS else max(1, BUCKETS * SAMPLE_ROWS * 9 // 10 // chunks)
     )

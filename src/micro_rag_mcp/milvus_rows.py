@@ -7,7 +7,6 @@ missing line or page is stored, and how text is clipped to Milvus's limits.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from micro_rag_mcp.catalog import FileRecord, NewChunk, StoredChunk
 from micro_rag_mcp.cjk import gram_tokens
 from micro_rag_mcp.stemming import stemmed
+from micro_rag_mcp.store import shard_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,10 +130,10 @@ def chunk_rows(
 
 
 def bucket(path: str, chunk_index: int) -> int:
-    """A chunk's bucket in ``[0, BUCKETS)``, a hash of where it is: the chunks of the
-    first k buckets are a fair sample of k / ``BUCKETS`` of the collection."""
-    digest = hashlib.blake2b(f"{path}\0{chunk_index}".encode("utf-8", "surrogatepass"))
-    return int.from_bytes(digest.digest()[:4], "big") % BUCKETS
+    """A chunk's bucket in ``[0, BUCKETS)``, the stable hash that shards paths taken of
+    where it is: the chunks of the first k buckets are a fair sample of k / ``BUCKETS``
+    of the collection."""
+    return shard_key(f"{path}\0{chunk_index}") % BUCKETS
 
 
 def keyword_text(text: str) -> str:

@@ -114,7 +114,8 @@ def store_engine(
     return engine
 
 
-# argv: data folder, store URL, step ("mid-insert", "after-insert", "after-flip"), n, batch
+# argv: data folder, store URL, step ("after-intent", "mid-insert", "after-insert",
+# "after-flip"), n, batch
 HALTING_WORKER = """
 import sys
 from pathlib import Path
@@ -123,17 +124,19 @@ from micro_rag_mcp.store import parse_store_url
 from tests.milvuskit import store_engine
 
 data, url, step, n, batch = Path(sys.argv[1]), sys.argv[2], sys.argv[3], *map(int, sys.argv[4:])
-seen = {"insert": 0, "flip": 0}
+seen = {"intent": 0, "insert": 0, "flip": 0}
+inserted = [False]  # since the last flip
 
 def halt():
     print("halted", flush=True)
     sys.stdin.read()  # held here until the test kills it (or closes stdin)
     sys.exit(3)
 
-insert, flip = MilvusIndex.insert_chunks, MilvusIndex.put_files
+insert, put = MilvusIndex.insert_chunks, MilvusIndex.put_files
 
 def halting_insert(self, rows):
     seen["insert"] += 1
+    inserted[0] = True
     if step == "mid-insert" and seen["insert"] == n:
         insert(self, rows[: len(rows) // 2])
         halt()
@@ -142,14 +145,19 @@ def halting_insert(self, rows):
         halt()
     return ids
 
-def halting_flip(self, files):
-    flip(self, files)
-    if any(f.previous for f in files):  # a flip, not the clearing of its note
+def halting_put(self, files):
+    put(self, files)
+    if inserted[0]:  # the flip that follows an insert
+        inserted[0] = False
         seen["flip"] += 1
         if step == "after-flip" and seen["flip"] == n:
             halt()
+    elif all(f.previous for f in files):  # a write's intent (a clearing has none)
+        seen["intent"] += 1
+        if step == "after-intent" and seen["intent"] == n:
+            halt()
 
-MilvusIndex.insert_chunks, MilvusIndex.put_files = halting_insert, halting_flip
+MilvusIndex.insert_chunks, MilvusIndex.put_files = halting_insert, halting_put
 engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
 engine.batch_chunks = batch
 engine.reindex()

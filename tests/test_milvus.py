@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 from micro_rag_mcp import milvus_keywords
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ConfigError, StoreMismatch
+from micro_rag_mcp.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
 from micro_rag_mcp.milvus_engine import MilvusEngine
 from micro_rag_mcp.milvus_keywords import KeywordStats
@@ -385,6 +385,8 @@ def visible_state(engine: MilvusEngine, rel: str, old: str, new: str) -> str:
 @pytest.mark.parametrize(
     ("step", "n", "batch", "new_seen"),
     [
+        ("after-intent", 1, 64, 0),  # every row notes its new version, no chunk is in
+        ("after-intent", 2, 1, 1),  # the first file written, the second noted
         ("mid-insert", 1, 64, 0),  # half of one batch's chunks are in
         ("after-insert", 2, 1, 1),  # the second file's chunks are in, not yet current
         ("after-flip", 1, 1, 1),  # the first file is current, its old chunks still there
@@ -414,21 +416,52 @@ def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
         assert engine.index.versions_of(rel) == {current}
 
 
+@pytest.mark.parametrize("step", ["after-intent", "mid-insert", "after-insert"])
 def test_a_worker_killed_before_its_first_flip_leaves_new_files_unseen_then_cleared(
-    milvus: MilvusServer, tmp_path: Path
+    milvus: MilvusServer, tmp_path: Path, step: str
 ) -> None:
     texts = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(4)}
     data = write_folder(tmp_path / "docs", texts)
     url = milvus.url()
-    run_halting_worker(data, url, "after-insert", 1, 1000)  # chunks in, no file row yet
+    run_halting_worker(data, url, step, 1, 1000)  # new files noted, chunks in or not
     engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
-    assert engine.index.count_chunks() > 0
-    assert engine.search("alpha bravo").hits == []  # chunks of no file are never shown
+    assert (engine.index.count_chunks() > 0) == (step != "after-intent")
+    assert engine.search("alpha bravo").hits == []  # a file not yet flipped is never shown
+    assert engine.status().files_indexed == 0
+    with pytest.raises(NotIndexed):
+        engine.read("f1.txt")
+    (data / "f0.txt").unlink()  # gone before the next pass: nothing of it may stay
     report = engine.reindex()
-    assert report.files_added == 4
-    for rel in texts:
+    assert (report.files_added, report.files_removed) == (3, 0)
+    assert engine.index.file_rows(["f0.txt"]) == {}
+    assert engine.index.versions_of("f0.txt") == set()
+    for rel in sorted(texts)[1:]:
         current = engine.index.file_rows([rel])[rel].version
         assert engine.index.versions_of(rel) == {current}  # the strays are gone
+    assert engine.status().files_indexed == 3
+
+
+def test_a_pass_over_new_files_deletes_nothing(milvus: MilvusServer, tmp_path: Path) -> None:
+    """A delete by filter reads every row on milvus-lite: only a noted write may cost one."""
+    texts = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(6)}
+    data = write_folder(tmp_path / "docs", texts)
+    engine = store_engine(data, milvus.config(), chunk_size=200, chunk_overlap=40)
+    engine.batch_chunks = 8
+    deletes: list[str] = []
+    index_delete = MilvusIndex.delete_strays
+
+    def counted(self: MilvusIndex, paths: Sequence[tuple[str, int]]) -> None:
+        deletes.extend(p for p, _ in paths)
+        index_delete(self, paths)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(MilvusIndex, "delete_strays", counted)
+        assert engine.reindex().files_added == 6
+        assert deletes == []
+        restamp(data / "f2.txt", " ".join(["yankee zulu xray"] * 40))
+        assert engine.reindex().files_updated == 1
+        assert deletes == ["f2.txt"]  # the replaced version, and only that file's
+    assert engine.read("f2.txt").text.startswith("yankee zulu")
 
 
 # -- many workers, and servers beside them ----------------------------------------------

@@ -30,7 +30,7 @@ from micro_rag_mcp.errors import (
 )
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_keywords import KeywordStats
-from micro_rag_mcp.milvus_rows import stored_chunk
+from micro_rag_mcp.milvus_rows import WRITING, stored_chunk
 from micro_rag_mcp.milvus_search import store_search
 from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus_sync import BATCH_CHUNKS, sync_store
@@ -338,7 +338,7 @@ class MilvusEngine:
         chunks = self.index.count_chunks()
         return IndexSummary(
             index_folder=self.config.url,
-            files_indexed=len(files) - len(failed),
+            files_indexed=sum(r.record.status == "ok" for r in files.values()),
             files_failed=len(failed),
             failed=failed,
             chunks=chunks,
@@ -366,7 +366,7 @@ class StoreText:
 
     def file_record(self, path: str) -> FileRecord | None:
         row = self.index.file_rows([path]).get(path)
-        if row is None:
+        if row is None or row.record.status == WRITING:  # not yet written
             return None
         self._records[path], self._versions[path] = row.record, row.version
         return row.record
@@ -396,4 +396,4 @@ class StoreText:
         return [c for c in chunks if first <= c.chunk_index <= last]
 
     def files(self) -> dict[str, FileRecord]:
-        return {p: r.record for p, r in self.index.files().items()}
+        return {p: r.record for p, r in self.index.files().items() if r.record.status != WRITING}

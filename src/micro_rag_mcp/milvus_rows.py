@@ -25,6 +25,7 @@ MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
 SMALL_BYTES = 2048
 NONE = -1  # stands for a missing line or page number
 BUCKETS = 1 << 16  # chunks fall in this many buckets (``bucket``)
+WRITING = "writing"  # the status of a file new to the store until its first flip
 CHUNK_FIELDS = [
     "id",
     "path",
@@ -60,7 +61,7 @@ class FileRow:
 
     record: FileRecord
     version: int
-    previous: int = 0  # a version whose chunks may remain: the file's write did not end
+    previous: int = 0  # a version whose chunks may exist beside ``version``'s: a write is under way
     head_id: int = -1  # the id of the file's first chunk at ``version`` (-1: none)
     indexed_at: float = 0.0
 

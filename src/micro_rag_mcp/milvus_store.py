@@ -393,8 +393,10 @@ class MilvusIndex:
 
         self._call(seal)
 
-    def drop_file(self, path: str) -> None:
-        self._call(lambda c: c.delete(self.files_name, filter=f"path == {literal(path)}"))
+    def drop_files(self, paths: Sequence[str]) -> None:
+        """Remove files' rows, one request per ``QUERY_BATCH`` of them."""
+        for batch in _batched(paths):
+            self._call(lambda c, b=batch: c.delete(self.files_name, filter=in_filter("path", b)))  # type: ignore[misc]
 
     def count_files(self, status: str) -> int:
         return self._count(self.files_name, f"status == {literal(status)}")
@@ -416,19 +418,12 @@ class MilvusIndex:
             ids.extend(int(i) for i in done["ids"])
         return ids
 
-    def delete_versions(self, paths: Sequence[tuple[str, int]]) -> None:
-        """Delete the chunks of each (path, version), in one request per hundred files."""
-        for batch in _batched(paths, 100):
-            where = " or ".join(f"(path == {literal(p)} and version == {int(v)})" for p, v in batch)
-            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
-
     def delete_strays(self, paths: Sequence[tuple[str, int]]) -> None:
-        """Delete each path's chunks but those of its current version (0: all of them):
-        what a write killed before its flip left.
+        """Delete each path's chunks but those of the given version (0: all of them): what
+        a replaced version or a killed write left.
 
-        One request for a whole batch of a pass: a delete by filter makes milvus-lite
-        read every row of the collection, whatever the filter, and was nine tenths of its
-        time while a pass wrote new files."""
+        One request per ``QUERY_BATCH`` files: a delete by filter makes milvus-lite read
+        every row of the collection, whatever the filter."""
         for batch in _batched(paths):
             new = [p for p, v in batch if v == 0]
             kept = [(p, v) for p, v in batch if v != 0]

@@ -65,13 +65,17 @@ class MilvusServer:
     def _wait_ready(self) -> None:
         from pymilvus import MilvusClient
 
+        from micro_rag_mcp.milvus_store import GRPC_OPTIONS
+
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"milvus-lite exited: {self.log.read_text()[-2000:]}")
             try:
-                client = MilvusClient(uri=f"http://127.0.0.1:{self.port}", timeout=2)
+                client = MilvusClient(
+                    uri=f"http://127.0.0.1:{self.port}", timeout=2, grpc_options=GRPC_OPTIONS
+                )
                 client.list_collections()
                 client.close()
                 return

@@ -61,7 +61,10 @@ KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
 FILES_LAYOUT = "shard-key-range-1"
 LAYOUT_KEYS = ("keywords", "files")  # the identity's keys that say how rows are laid out
 CONNECT_TIMEOUT_S = 5.0
-KEEPALIVE_MS = 300_000
+# Pings no more often than gRPC servers accept by default (5 min), and none while idle:
+# pymilvus pings every 10 s, and a server that limits pings (milvus-lite) sends such a
+# client away during a long call (a seal) or when idle, and its next call fails.
+GRPC_OPTIONS = {"grpc.keepalive_time_ms": 300_000, "grpc.keepalive_permit_without_calls": 0}
 REFUSED_WAIT_S = 1.5  # after a refused connection, times the attempt
 RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
@@ -139,14 +142,10 @@ class MilvusIndex:
             token=self.config.token,
             db_name=self.config.database,
             timeout=CONNECT_TIMEOUT_S,
-            # Pings no more often than gRPC servers accept by default (5 min), and none
-            # while idle: pymilvus pings every 10 s, and a server that limits pings
-            # (milvus-lite) sends such a client away during a long call (a seal) or
-            # when idle, and its next call fails.
-            grpc_options={
-                "grpc.keepalive_time_ms": KEEPALIVE_MS,
-                "grpc.keepalive_permit_without_calls": 0,
-            },
+            grpc_options=GRPC_OPTIONS,
+            # A channel of its own: pymilvus otherwise shares one per address within a
+            # process, made with the options of whichever client came first.
+            dedicated=True,
         )
         client.list_collections(timeout=CONNECT_TIMEOUT_S)
         return client

@@ -13,12 +13,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from micro_rag_mcp import milvus_keywords
+from micro_rag_mcp import milvus_engine, milvus_keywords
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ConfigError, NotIndexed, StoreMismatch
@@ -427,7 +428,7 @@ def test_a_worker_killed_before_its_first_flip_leaves_new_files_unseen_then_clea
     engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
     assert (engine.index.count_chunks() > 0) == (step != "after-intent")
     assert engine.search("alpha bravo").hits == []  # a file not yet flipped is never shown
-    assert engine.status().files_indexed == 0
+    assert engine.status().files_indexed == engine.state().files_indexed == 0
     with pytest.raises(NotIndexed):
         engine.read("f1.txt")
     (data / "f0.txt").unlink()  # gone before the next pass: nothing of it may stay
@@ -438,7 +439,7 @@ def test_a_worker_killed_before_its_first_flip_leaves_new_files_unseen_then_clea
     for rel in sorted(texts)[1:]:
         current = engine.index.file_rows([rel])[rel].version
         assert engine.index.versions_of(rel) == {current}  # the strays are gone
-    assert engine.status().files_indexed == 3
+    assert engine.status().files_indexed == engine.state().files_indexed == 3
 
 
 def test_a_pass_over_new_files_deletes_nothing(milvus: MilvusServer, tmp_path: Path) -> None:
@@ -556,6 +557,58 @@ def test_a_server_and_a_worker_side_by_side_with_the_real_model(
 # -- refusals ------------------------------------------------------------------------------
 
 
+def test_counts_that_take_long_are_reused_the_longer(
+    milvus: MilvusServer, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A count that takes 1 s is reused for 20 s, not 5: on a store that counts by
+    reading every row, counting every 5 s would take most of its time from searches."""
+    engine = store_engine(folder, milvus.config())
+    engine.reindex()
+    clock = [1000.0]
+    calls = []
+    count_files = engine.index.count_files
+
+    def slow_count() -> tuple[int, int]:
+        calls.append(clock[0])
+        clock[0] += 1.0  # this count takes a second
+        return count_files()
+
+    monkeypatch.setattr(milvus_engine, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(engine.index, "count_files", slow_count)
+    assert engine.state().files_indexed == len(FILES)
+    clock[0] += 15.0
+    engine.state()
+    assert len(calls) == 1  # 16 s after: still the first counts
+    clock[0] += 6.0
+    assert engine.state().files_indexed == len(FILES)
+    assert len(calls) == 2  # 22 s after: counted again
+    engine.reindex()
+    engine.state()
+    assert len(calls) == 3  # a pass of the server's own shows at once
+
+
+def test_a_restarted_milvus_lite_server_is_searched_again_with_nothing_to_redo(
+    tmp_path: Path, folder: Path
+) -> None:
+    server = MilvusServer(tmp_path / "milvus")
+    server.folder.mkdir()
+    server.start()
+    try:
+        engine = store_engine(folder, server.config())
+        engine.reindex()
+        before = [(h.chunk.path, h.chunk.text) for h in engine.search("bread dough").hits]
+        assert before
+        server.stop()
+        server.start()  # milvus-lite comes back with every collection released
+        outcome = engine.search("bread dough")
+        assert outcome.notices == []
+        assert [(h.chunk.path, h.chunk.text) for h in outcome.hits] == before
+        assert engine.read("recipe.txt").text.startswith("Knead the bread dough")
+        assert engine.reindex().files_unchanged == len(FILES)
+    finally:
+        server.stop()
+
+
 def test_an_unreachable_store_is_one_sentence_at_start_and_a_notice_in_search(
     tmp_path: Path,
 ) -> None:
@@ -591,7 +644,7 @@ def test_a_store_made_with_another_model_or_chunking_is_refused(
     other_chunks = store_engine(folder, config, chunk_size=300)
     with pytest.raises(StoreMismatch, match="chunking"):
         other_chunks.reindex()
-    assert MilvusIndex(config).count_files("ok") == len(FILES)  # nothing was mixed in
+    assert MilvusIndex(config).count_files() == (len(FILES), 0)  # nothing was mixed in
 
 
 @pytest.mark.parametrize(

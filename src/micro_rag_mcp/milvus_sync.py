@@ -128,12 +128,13 @@ def _finish_writes(index: MilvusIndex, known: dict[str, FileRow]) -> dict[str, F
     if not noted:
         return known
     index.delete_strays([(row.record.path, row.version) for row in noted])
-    unborn = [row.record.path for row in noted if row.record.status == WRITING]
-    index.drop_files(unborn)
-    index.put_files([replace(row, previous=0) for row in noted if row.record.status != WRITING])
+    unborn = {row.record.path for row in noted if row.record.status == WRITING}
+    index.drop_files(sorted(unborn))
+    cleared = [replace(row, previous=0) for row in noted if row.record.path not in unborn]
+    index.put_files(cleared)
     logger.info("finished %d writes a killed pass left", len(noted))
-    gone = set(unborn)
-    return {p: replace(r, previous=0) for p, r in known.items() if p not in gone}
+    kept = {p: r for p, r in known.items() if p not in unborn}
+    return kept | {row.record.path: row for row in cleared}
 
 
 def forget(index: MilvusIndex, rel: str) -> None:

@@ -302,6 +302,8 @@ def test_a_second_reindex_while_one_runs_is_busy_and_says_how_far(data: Path) ->
     async def main() -> list[Any]:
         async with Client(build_server(make_settings(data), lambda: embedder)) as client:
             await wait_idle(client)
+            for i in range(5):  # new text: the first pass has chunks to embed
+                (data / f"note{i}.txt").write_text(f"Note number {i}, edited.")
             embedder.gate.clear()
             results: list[Any] = []
 

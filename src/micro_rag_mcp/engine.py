@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TypeVar
@@ -89,7 +89,14 @@ class Engine:
             save_every_s=save_every_s,
             steps=steps,
         )
-        self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
+        self._watcher = Watcher(
+            settings,
+            self.paths,
+            self.refresh,
+            self._holds_under,
+            self._stop,
+            note=self._note_changes,
+        )
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
         self._readers = ReaderPool(self.paths.catalog)
@@ -185,11 +192,25 @@ class Engine:
         """Bring only ``paths`` (relative; a folder takes what is under it) in line, or the
         whole folder for None.
 
-        A background pass, like the start-up pass: it waits for the pass running here,
-        and a caller's ``reindex`` waits for it.
+        A background pass, like the start-up pass: a caller's ``reindex`` waits for it.
+        It never waits itself: while a pass runs here it raises ``IndexBusy`` at once (the
+        watcher then notes the paths for that pass, see ``_note_changes``).
         """
         scope = PathSet(paths) if paths is not None else None
+        if self._writer.running:
+            raise IndexBusy("a pass is running here; it takes the changes noted for it")
         return self._run_pass("refresh", scope, False, progress)
+
+    def _note_changes(self, paths: Collection[str]) -> None:
+        """Note changed paths in the catalog for the pass that holds the index, in this
+        process or another; it takes them between two of its files."""
+        if not self.paths.catalog.exists():
+            return
+        catalog = Catalog.open(self.paths.catalog)
+        try:
+            catalog.add_pending(paths)
+        finally:
+            catalog.close()
 
     def _run_pass(
         self, who: str, scope: Scope | None, force: bool, progress: ProgressFn | None
@@ -392,6 +413,7 @@ class Engine:
             model_error=self._model.error,
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
+            queue_fault=self._watcher.fault,
         )
 
 

@@ -239,3 +239,65 @@ def test_changes_noted_for_a_pass_stay_noted_until_a_pass_takes_them(data: Path)
     eng.reindex(path_glob="a.txt")  # any pass takes what was noted
     assert paths_found(eng, "pelican") == {"b.txt"}
     eng.stop()
+
+
+# A pass in another process (as ``micro-rag index`` beside a server): it embeds nothing
+# until the gate file exists, then ends.
+GATED_PASS = """
+import sys, time
+from pathlib import Path
+from micro_rag_mcp.engine import Engine
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+
+class Gated(FakeEmbedder):
+    def embed_documents(self, texts):
+        gate = Path(sys.argv[2])
+        deadline = time.monotonic() + 120
+        while not gate.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return super().embed_documents(texts)
+
+eng = Engine(make_settings(Path(sys.argv[1])), Gated)
+eng.load_model()
+print("go", flush=True)
+report = eng.reindex()
+print("done", report.files_added, flush=True)
+eng.stop()
+"""
+
+
+def test_a_pass_in_another_process_takes_the_changes_a_watching_server_sees(
+    data: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    for i in range(10):
+        write(data / f"note{i}.txt", f"Routine incident note number {i}.")
+    gate = tmp_path / "gate"
+    child = subprocess.Popen(
+        [sys.executable, "-c", GATED_PASS, str(data), str(gate)],
+        cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    eng = Engine(make_settings(data, watch="auto"), FakeEmbedder)
+    try:
+        assert child.stdout.readline().strip() == "go"
+        eventually(lambda: eng.state().indexing, "the other process holds the index")
+        eng.load_model()
+        eng.start()  # its start-up pass finds the index busy and leaves it to the other
+        eventually(lambda: eng.state().watch == "watching", "the server watches")
+        write(data / "late.txt", "The heron gateway failed twice.")
+        eventually(
+            lambda: paths_found(eng, "heron gateway") == {"late.txt"},
+            "the other process's pass took the change",
+        )
+        assert child.poll() is None  # still held at its first step
+    finally:
+        gate.touch()
+        out, _ = child.communicate(timeout=120)
+        eng.stop()
+    assert out.split() == ["done", "11"]

@@ -310,7 +310,7 @@ class Watcher:
             report = self._refresh(None if batch.everything else batch.paths)
         except IndexBusy as e:
             logger.debug("not refreshing %s yet: %s", what, e)
-            if not batch.everything:
+            if batch.paths:
                 self._hand_over(batch.paths)
             self.queue.put_back(batch, time.monotonic(), self.retry_s)
             return

@@ -104,10 +104,12 @@ def test_moving_a_folder_keeps_every_vector_and_embeds_nothing(data: Path) -> No
     eng.load_model()
     eng.reindex()
     before = embedder.embedded
+    ids = _chunk_ids(data / "index")
     (data / "incidents").rename(data / "archive")
     report = eng.reindex()
-    assert (report.files_added, report.files_removed) == (12, 12)
+    assert (report.files_added, report.files_removed, report.files_unchanged) == (12, 12, 0)
     assert report.chunks_embedded == 0 and embedder.embedded == before
+    assert _chunk_ids(data / "index") == ids  # recorded as moved: not one file read again
     shutil.copytree(data / "archive", data / "copy")
     assert eng.reindex().chunks_embedded == 0  # a copy shares its text's vectors
     state = eng.state()
@@ -117,6 +119,13 @@ def test_moving_a_folder_keeps_every_vector_and_embeds_nothing(data: Path) -> No
     assert hits[0].score is not None and hits[0].score == hits[1].score  # one vector, shared
     eng.stop()
     assert vector_ids(data / "index") == chunk_keys(data / "index")
+
+
+def _chunk_ids(index: Path) -> set[int]:
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
+    conn.close()
+    return ids
 
 
 def test_an_edit_embeds_only_the_chunks_whose_text_changed(data: Path) -> None:

@@ -431,6 +431,12 @@ class Catalog:
             conn.execute("DELETE FROM files WHERE path = ?", (path,))
         return old
 
+    def move_files(self, moves: Sequence[tuple[str, str]]) -> None:
+        """Give recorded files new paths, (old, new) pairs, in one transaction; their chunks
+        go with them."""
+        with self.transaction() as conn:
+            conn.executemany("UPDATE files SET path = ? WHERE path = ?", ((n, o) for o, n in moves))
+
     def add_pending(self, paths: Iterable[str]) -> None:
         """Note changed paths (relative; a folder stands for what is under it) for the pass
         that holds the index to take."""

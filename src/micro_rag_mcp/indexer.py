@@ -120,7 +120,7 @@ def sync_files(
     known = catalog.stamps()
     listing = scan(scan_rules(settings), scope)
     found = listing.files
-    gone = gone_paths(known, listing, scope)
+    gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         _forget(catalog, counts, rel)
@@ -138,7 +138,7 @@ def sync_files(
                 return set()
             return _sync_noted(catalog, settings, read, paths, known, counts)
 
-        handled: set[str] = set()
+        handled = moved
         for done, f in enumerate(found, len(gone) + 1):
             handled |= noted()
             if f.rel in handled:
@@ -171,11 +171,15 @@ def _sync_noted(
         return set()
     listing = scan(scan_rules(settings), noted)
     known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
-    for rel in gone_paths(catalog.stamps_under(noted.paths), listing, noted):
+    gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
+    gone, moved = _move(catalog, counts, known, gone, listing.files)
+    for rel in gone:
         _forget(catalog, counts, rel)
         counts.removed += 1
         known.pop(rel, None)
     for f in listing.files:
+        if f.rel in moved:
+            continue
         if _sync_one(catalog, settings, read, f, known.get(f.rel), False, counts):
             counts.urgent.append(f.rel)
         rec = catalog.file_record(f.rel)
@@ -185,6 +189,48 @@ def _sync_noted(
             known[f.rel] = (rec.size, rec.mtime_ns)
     logger.debug("took %d changed paths ahead of the pass", len(paths))
     return {f.rel for f in listing.files} | set(paths)
+
+
+def _move(
+    catalog: Catalog,
+    counts: SyncCounts,
+    known: dict[str, tuple[int, int]],
+    gone: list[str],
+    found: list[ScannedFile],
+) -> tuple[list[str], set[str]]:
+    """Record files that were moved as moved, without reading them; the gone paths left,
+    and the new paths of the files moved.
+
+    A file new to the catalog whose name, size and mtime are those of exactly one file gone
+    from it is that file, moved (a rename keeps both): its record takes the new path, and
+    its chunks and their vectors stay as they are. A folder of a thousand files moved is
+    one transaction, not a thousand reads. A stamp too recent to trust is never matched.
+    """
+    if not gone:
+        return gone, set()
+    by_stamp: dict[tuple[str, int, int], str | None] = {}
+    for rel in gone:
+        size, mtime_ns = known[rel]
+        if size >= 0:
+            stamp = (rel.rsplit("/", 1)[-1], size, mtime_ns)
+            by_stamp[stamp] = None if stamp in by_stamp else rel  # None: not one file
+    moves: dict[str, str] = {}
+    for f in found:
+        if f.rel in known:
+            continue
+        old = by_stamp.get((f.rel.rsplit("/", 1)[-1], f.size, f.mtime_ns))
+        if old is not None and old not in moves.values():
+            moves[f.rel] = old
+    if not moves:
+        return gone, set()
+    catalog.move_files([(old, new) for new, old in moves.items()])
+    for new, old in moves.items():
+        known[new] = known.pop(old)
+        logger.debug("moved %s to %s", old, new)
+    counts.added += len(moves)
+    counts.removed += len(moves)
+    taken = set(moves.values())
+    return [rel for rel in gone if rel not in taken], set(moves)
 
 
 def _forget(catalog: Catalog, counts: SyncCounts, rel: str) -> None:

@@ -141,7 +141,9 @@ class ReindexResult(BaseModel):
     )
     chunks_total: int = Field(description="Passages in the whole index (so far, while running).")
     chunks_embedded: int = Field(description="Passages given a vector by the pass (so far).")
-    elapsed_ms: int = Field(description="Time since the pass was requested.")
+    elapsed_ms: int = Field(
+        description="How long the pass took (while running: the time since it was requested)."
+    )
     notices: list[str] = Field(
         description="What the counts alone do not say, such as a path_glob that matched no file."
     )

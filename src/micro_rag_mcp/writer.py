@@ -123,9 +123,13 @@ class Writer:
                 self._changed.notify_all()
 
     def _take_turn(self, kind: str, progress: ProgressFn | None) -> _Turn:
-        """Wait for the pass running here to end, passing its progress on to ``progress``."""
+        """Wait for the pass running here to end, passing its progress on to ``progress``
+        (at once, then as it goes on)."""
+        running: _Turn | None = None
         while True:
             with self._changed:
+                if running is not None:
+                    self._changed.wait(POLL_S)
                 turn = self._turn
                 if turn is not None and not turn.claimed and turn.kind == kind:
                     turn.claimed = True
@@ -133,11 +137,10 @@ class Writer:
                 if turn is None:
                     self._turn = _Turn(kind)
                     return self._turn
-                self._changed.wait(POLL_S)
-                running = self._turn
+                running = turn
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
-            if progress is not None and running is not None and running.progress is not None:
+            if progress is not None and running.progress is not None:
                 progress(replace(running.progress, waiting_for=running.kind))
 
     def _pass(

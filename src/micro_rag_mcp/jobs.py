@@ -145,10 +145,10 @@ class ReindexJob:
         seen = 0
         while True:
             seen, state = before.news(seen, POLL_S)
-            if not state.running:
-                return
             if self._closed.is_set():
                 raise Stopped("the server is stopping")
+            if not state.running:
+                return
             if state.progress is not None:
                 p = state.progress
                 self._publish(replace(p, waiting_for=p.waiting_for or QUEUED))

@@ -215,3 +215,35 @@ def test_a_reindex_during_the_start_up_pass_answers_in_time_and_runs_after_it(
     assert answer["waiting_for"] == "start-up"
     assert answer["phase"] in ("reading", "embedding")
     assert "it waits for the start-up pass" in answer["notices"][0]
+
+
+@pytest.mark.parametrize(("watch", "answered_by_start_up"), [("poll", True), ("off", False)])
+def test_a_plain_reindex_during_the_start_up_pass_is_answered_by_it_when_watched(
+    data: Path, watch: str, answered_by_start_up: bool
+) -> None:
+    write_notes(data, 5)
+    embedder = GatedEmbedder()
+    embedder.gate.clear()  # the start-up pass is held at its first embedding step
+    settings = make_settings(data, watch=watch, poll_interval_s=3600.0)
+    updates: Progress = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        updates.append((done, message or ""))
+        embedder.gate.set()  # the call follows the start-up pass: let it go on
+
+    async def main() -> Any:
+        server = build_server(settings, lambda: embedder, answer_within_s=DEADLINE_S)
+        async with Client(server) as client:
+            await until(embedder.held.is_set, "the start-up pass is held")
+            return await client.call_tool("reindex", {}, progress_callback=progress)
+
+    report = anyio.run(main).structured_content
+    assert updates[0][1].startswith("waiting for the start-up pass: ")
+    assert report["running"] is False
+    if answered_by_start_up:  # the changes after its reading are the watcher's
+        assert (report["files_added"], report["files_unchanged"]) == (5, 0)
+        assert not any(m.startswith("reading") for _, m in updates)  # no pass of its own
+    else:  # nothing follows the folder: the client's own pass reads it again
+        assert (report["files_added"], report["files_unchanged"]) == (0, 5)
+    assert report["chunks_embedded"] == (5 if answered_by_start_up else 0)
+    assert embedder.embedded == 5

@@ -3,7 +3,7 @@
 A pass over a large folder takes minutes to hours, while a client waits a minute at most
 for a tool call (the TypeScript SDK's default request timeout is 60 s) and may cancel or
 go away sooner. So each reindex request becomes a ``ReindexJob``: a thread of its own runs
-the pass, and a call follows it for at most ``ANSWER_WITHIN_S``, then answers with the
+the pass, and a call follows it so that it answers within ``ANSWER_WITHIN_S``, with the
 report or with how far the pass has got. Nothing a call does stops the job: a started
 pass runs to its end, or until the store stops (seen between two steps, as for the
 server's own passes), so a timed-out client never leaves the index half embedded.
@@ -30,6 +30,7 @@ from micro_rag_mcp.scanner import PathGlob
 logger = logging.getLogger(__name__)
 
 ANSWER_WITHIN_S = 25.0  # a reindex call answers within this, whether or not its pass ended
+ANSWER_RESERVE_S = 2.0  # of which the answer itself may take this (counts, transport)
 MAX_OPEN = 4  # jobs running or queued at once; a request beyond them is refused as busy
 QUEUED = "reindex"  # ``waiting_for`` of a job queued behind another request's pass
 POLL_S = 0.25  # how often a queued job looks for a stop

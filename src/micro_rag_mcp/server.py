@@ -28,7 +28,13 @@ from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError
-from micro_rag_mcp.jobs import ANSWER_WITHIN_S, JobState, ReindexJob, ReindexJobs
+from micro_rag_mcp.jobs import (
+    ANSWER_RESERVE_S,
+    ANSWER_WITHIN_S,
+    JobState,
+    ReindexJob,
+    ReindexJobs,
+)
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.settings import Settings
@@ -119,10 +125,11 @@ def _progress_sender(
 
 
 async def _follow(job: ReindexJob, ctx: Context[Store], within_s: float) -> JobState:
-    """Follow ``job`` until it ends or ``within_s`` seconds have passed, reporting its
-    progress; a cancelled call leaves the job running."""
+    """Follow ``job``, reporting its progress, until it ends or it is time to answer so
+    that the call takes at most ``within_s`` seconds; a cancelled call leaves the job
+    running."""
     send = _progress_sender(ctx)
-    deadline = time.monotonic() + within_s
+    deadline = time.monotonic() + within_s - min(ANSWER_RESERVE_S, within_s / 5)
     seen, state = 0, job.state()
     while state.running and (left := deadline - time.monotonic()) > 0:
         seen, state = await anyio.to_thread.run_sync(

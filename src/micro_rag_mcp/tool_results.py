@@ -231,9 +231,9 @@ def running_result(
     else:
         where = f"{p.phase} {p.done}/{p.total}"
     notice = (
-        f"the pass is still running after {within_s:g} s ({where}) and goes on in the "
-        "background; call reindex again with the same arguments to follow it, and search "
-        "meanwhile (it says indexing is running)"
+        f"the pass is still running ({where}) and goes on in the background; call reindex "
+        f"again with the same arguments to follow it (each call answers within {within_s:g} "
+        "s), and search meanwhile (it says indexing is running)"
     )
     return ReindexResult(
         running=True,

@@ -6,7 +6,7 @@ go away sooner. So each reindex request becomes a ``ReindexJob``: a thread of it
 the pass, and a call follows it so that it answers within ``ANSWER_WITHIN_S``, with the
 report or with how far the pass has got. Nothing a call does stops the job: a started
 pass runs to its end, or until the store stops (seen between two steps, as for the
-server's own passes), so a timed-out client never leaves the index half embedded.
+server's own passes), so a client that times out never stops a pass half way.
 
 ``ReindexJobs`` keeps the jobs of one store in the order asked: a request with the same
 arguments as an open job attaches to it; one with other arguments is queued behind the
@@ -121,6 +121,7 @@ class ReindexJob:
         try:
             if self._after is not None:
                 self._wait_for(self._after)
+                self._after = None  # ended: no chain of old jobs is kept alive
             report = self._reindex(self.force, self.path_glob, self._publish)
         except Exception as e:  # handed to the calls that follow the job
             error = e

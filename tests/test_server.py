@@ -294,37 +294,6 @@ def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> No
     assert out["files_unchanged"] == 5 and out["chunks_embedded"] == 0  # all done at start-up
 
 
-def test_a_second_reindex_while_one_runs_is_busy_and_says_how_far(data: Path) -> None:
-    for i in range(5):
-        (data / f"note{i}.txt").write_text(f"Note number {i}.")
-    embedder = GatedEmbedder()
-
-    async def main() -> list[Any]:
-        async with Client(build_server(make_settings(data), lambda: embedder)) as client:
-            await wait_idle(client)
-            for i in range(5):  # new text: the first pass has chunks to embed
-                (data / f"note{i}.txt").write_text(f"Note number {i}, edited.")
-            embedder.gate.clear()
-            results: list[Any] = []
-
-            async def first() -> None:
-                results.append(await client.call_tool("reindex", {"force": True}))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(first)
-                await until(embedder.held.is_set)  # the first is in its embedding step
-                busy = await client.call_tool("reindex", {})
-                embedder.gate.set()
-            return [*results, busy]
-
-    first, busy = anyio.run(main)
-    assert not first.is_error and first.structured_content["files_updated"] == 5
-    assert busy.is_error
-    # Embedding runs while files are read: the first pass may be in either phase.
-    said = r"already running on this index \(this server: (reading|embedding) \d/5\)"
-    assert re.search(said, busy.content[0].text)
-
-
 def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:
     holder = hold_lock(data / "index" / "index.lock")
     try:

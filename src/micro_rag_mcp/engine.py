@@ -47,7 +47,7 @@ from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache, reader_meta
-from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
+from micro_rag_mcp.watch import OFF, STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
@@ -88,6 +88,7 @@ class Engine:
             self._stop,
             save_every_s=save_every_s,
             steps=steps,
+            follows=lambda: self._watcher.status != OFF,  # what changes is refreshed
         )
         self._watcher = Watcher(
             settings,
@@ -178,11 +179,9 @@ class Engine:
         path_glob: str | None = None,
         progress: ProgressFn | None = None,
     ) -> ReindexReport:
-        """Bring the index in line with the folder (or the part the glob selects).
-
-        Waits for a pass the server runs by itself; ``IndexBusy`` if another caller's
-        pass runs, here or in another process.
-        """
+        """Bring the index in line with the folder (or the part the glob selects); the server
+        runs this as a job (``jobs``). Waits for a pass the server runs by itself (see
+        ``writer``); ``IndexBusy`` if another caller's pass runs, here or in another process."""
         scope = PathGlob(path_glob) if path_glob is not None else None
         return self._run_pass(CLIENT, scope, force, progress)
 

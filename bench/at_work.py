@@ -98,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     load, started = os.getloadavg(), time.monotonic()
     try:
         rows = anyio.run(run, corpora, args)
+    except KeyboardInterrupt:
+        print("at work: stopped; every server it started is stopped too", file=sys.stderr)
+        return 130
     finally:
         kill_servers()
     print(

@@ -47,7 +47,10 @@ atexit.register(kill_servers)
 
 
 def install_signal_handlers() -> None:
+    """SIGTERM stops the benchmark as Ctrl+C does; Ctrl+C does even where a shell started
+    the benchmark in the background with SIGINT ignored."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True, slots=True)

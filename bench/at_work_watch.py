@@ -196,8 +196,8 @@ async def watch_until(
     done: Callable[[State], bool],
     timeout_s: float,
 ) -> Watch:
-    """Search the identifier queries in turn (or the state alone, with none) until
-    ``done(state)``, a stall, or ``timeout_s``."""
+    """Search the identifier queries in turn, ``POLL_S`` apart (or the state alone, with
+    none), until ``done(state)``, a stall, or ``timeout_s``."""
     watch = Watch()
     begun = time.monotonic()
     stopped_since: float | None = None
@@ -211,7 +211,7 @@ async def watch_until(
             watch.searched += 1
         else:
             state = await server.state()
-            await anyio.sleep(0.2)
+        await anyio.sleep(POLL_S)  # a person searching often, not a load test
         watch.lowest_share = min(watch.lowest_share, state.share)
         watch.most_missing = max(watch.most_missing, state.missing)
         now = time.monotonic()

@@ -282,7 +282,7 @@ async def interrupted(c: Corpus, opts: argparse.Namespace) -> list[Row]:
                 server.kill()
         _, saved = saved_vectors(c.docs, c.index)
         answer = got.get("a")
-        ended = " (the pass had ended)" if answer and answer.result is not None else ""
+        ended = " (answered first)" if answer and answer.result is not None else ""
         tries[kind].append(f"{delay:.1f} s: {saved}/{before.vectors}{ended}")
         kept[kind].append((saved, before.vectors))
     rows = []

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,18 +40,31 @@ def kill_servers() -> None:
         _GROUPS.discard(group)
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # unwinds like Ctrl+C: the clients close, then atexit kills
+_signalled = False
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """Ctrl+C or SIGTERM: the servers die first (a client still writing to a live one can
+    block its unwinding), then the benchmark unwinds; a second signal ends it at once."""
+    global _signalled
+    kill_servers()
+    if _signalled:
+        os._exit(128 + signum)
+    _signalled = True
+    watchdog = threading.Timer(15.0, os._exit, args=(128 + signum,))
+    watchdog.daemon = True  # should the unwinding hang: the servers are dead already
+    watchdog.start()
+    raise KeyboardInterrupt
 
 
 atexit.register(kill_servers)
 
 
 def install_signal_handlers() -> None:
-    """SIGTERM stops the benchmark as Ctrl+C does; Ctrl+C does even where a shell started
-    the benchmark in the background with SIGINT ignored."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    """Ctrl+C and SIGTERM stop every server and then the benchmark (Ctrl+C even where a
+    shell started the benchmark in the background with SIGINT ignored)."""
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
 
 
 @dataclass(frozen=True, slots=True)

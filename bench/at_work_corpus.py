@@ -99,6 +99,8 @@ def notes_corpus(work: Path, count: int, changes: int, precision: str) -> Corpus
 
 
 def realdocs_corpus(work: Path, folder: Path, changes: int, precision: str) -> Corpus:
+    if not folder.is_dir():
+        raise SystemExit(f"--realdocs {folder}: not a folder")
     root = work / "realdocs"
     subfolders = sorted(p.name for p in folder.iterdir() if p.is_dir())
     if not subfolders:

@@ -39,17 +39,20 @@ def _times(values: Sequence[float | None], deadline_s: float) -> str:
 
 
 def change_rows(name: str, when: str, changes: Changes, deadline_s: float) -> list[Row]:
+    """The times of the changes made while a pass ran; those made after it ended, apart."""
     poll = statistics.mean(changes.intervals) if changes.intervals else 0.0
     rows = []
     for label, made in (("created", changes.created), ("deleted", changes.deleted)):
         measured = [c for c in made if not c.never_indexed]
-        note = (
-            f"{sum(c.during for c in measured)} of {len(measured)} made while a pass ran; "
-            f"each searched every {poll:.2f} s"
-        )
+        during = [c.seconds for c in measured if c.during]
+        rest = [c.seconds for c in measured if not c.during]
+        note = f"{len(during)} of {len(measured)} made while a pass ran"
+        if rest:
+            note += f" (the rest, made at rest: {_times(rest, deadline_s)})"
+        note += f"; each searched every {poll:.2f} s"
         if len(measured) < len(made):
             note += f"; {len(made) - len(measured)} never indexed before their turn"
-        value = _times([c.seconds for c in measured], deadline_s)
+        value = _times(during, deadline_s) if during else "none made while a pass ran"
         rows.append(
             Row(
                 name,

@@ -17,8 +17,8 @@ from micro_rag_mcp.readers.document import (
     Document,
     DocumentBuilder,
     HeadingPath,
-    clean_heading,
     clean_title,
+    first_line_heading,
 )
 from micro_rag_mcp.readers.guards import (
     DEFAULT_ZIP_LIMITS,
@@ -289,7 +289,8 @@ def _add_sheet(builder: DocumentBuilder, sheet: Any, budget: Budget, path: Path)
 def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Document:
     """Each slide's title, text frames, grouped shapes and tables, then its notes.
 
-    A passage names its slide and never spans two; the slide title is its section.
+    Every shape's text is read whole, the title placeholder's too. A passage names its
+    slide and never spans two; the section is the title's first line, shortened.
     Pictures, charts and media are left out.
     """
     vet_zip(path, "PPTX", "ppt/presentation.xml")
@@ -308,11 +309,10 @@ def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Docume
             logger.warning("%s: stopped before slide %d (time budget)", path, number)
             break
         title_shape = slide.shapes.title
-        title = clean_heading(title_shape.text_frame.text) if title_shape is not None else ""
+        title_text = title_shape.text_frame.text if title_shape is not None else ""
         builder.locator(f"slide {number}", hard=True)
-        builder.section(title)
-        if title:
-            builder.add(title)
+        builder.section(first_line_heading(title_text))
+        builder.add(title_text)  # whole: a deck may keep its body in the title placeholder
         skip = title_shape.shape_id if title_shape is not None else None
         for text in _shape_texts(slide.shapes, skip):
             builder.add(text)

@@ -137,3 +137,48 @@ def make_ipynb(path: Path, cells: Sequence[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(notebook_json(cells), encoding="utf-8")
     return path
+
+
+def text_image(lines: Sequence[str], *, dpi: int = 150) -> Any:
+    """A PIL image of ``lines`` printed in 14 pt Helvetica, as a scanner would see them."""
+    import io
+
+    import pypdfium2 as pdfium
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    size = (460.0, 40.0 + 22.0 * len(lines))
+    pdf = canvas.Canvas(buf, pagesize=size, invariant=True)
+    pdf.setFont("Helvetica", 14)
+    for i, line in enumerate(lines):
+        pdf.drawString(20, size[1] - 30 - 22 * i, line)
+    pdf.showPage()
+    pdf.save()
+    document = pdfium.PdfDocument(buf.getvalue())
+    try:
+        return document[0].render(scale=dpi / 72).to_pil().convert("L")
+    finally:
+        document.close()
+
+
+def make_scanned_pdf(path: Path, pages: Sequence[tuple[str, Sequence[str]]]) -> Path:
+    """A PDF whose pages each have a text layer (first item, "" for none) and an image
+    of the printed lines (second item, empty for none)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    for layer, lines in pages:
+        if lines:
+            image = text_image(lines)
+            width = 460.0
+            height = width * image.height / image.width
+            pdf.drawImage(ImageReader(image), 60, A4[1] - 80 - height, width=width, height=height)
+        if layer:
+            pdf.setFont("Helvetica", 12)
+            pdf.drawString(60, 60, layer)
+        pdf.showPage()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.save()
+    return path

@@ -22,7 +22,9 @@ from micro_rag_mcp.readers.code import read_code
 from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
 from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
+from micro_rag_mcp.readers.images import read_image
 from micro_rag_mcp.readers.notebook import read_ipynb
+from micro_rag_mcp.readers.ocr import OCR_MODULE
 from micro_rag_mcp.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
 from micro_rag_mcp.readers.pdf import read_pdf
 from micro_rag_mcp.readers.text import decode_text_bytes, read_markdown, read_rst, read_text
@@ -86,7 +88,7 @@ def extra_installed(extra: str) -> bool:
 
 
 # The modules each optional dependency set brings, as imported.
-EXTRAS: dict[str, tuple[str, ...]] = {"ocr": ("rapidocr_onnxruntime",)}
+EXTRAS: dict[str, tuple[str, ...]] = {"ocr": (OCR_MODULE,)}
 
 FORMATS: tuple[Format, ...] = (
     Format("text", (".txt",), read_text),
@@ -102,6 +104,7 @@ FORMATS: tuple[Format, ...] = (
     Format("notebook", (".ipynb",), read_ipynb),
     Format("reStructuredText", (".rst",), read_rst),
     Format("text markup and data", (".org", ".tex", ".json", ".yaml", ".yml", ".toml"), read_text),
+    Format("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff"), read_image, extra="ocr"),
     Format(
         "code",
         (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".cpp", ".h", ".cs", ".rb", ".php")

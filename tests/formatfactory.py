@@ -182,3 +182,50 @@ def make_scanned_pdf(path: Path, pages: Sequence[tuple[str, Sequence[str]]]) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     pdf.save()
     return path
+
+
+ODF_NAMESPACES = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+    'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+    'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"'
+)
+ODF_MIMETYPES = {
+    "text": "application/vnd.oasis.opendocument.text",
+    "spreadsheet": "application/vnd.oasis.opendocument.spreadsheet",
+    "presentation": "application/vnd.oasis.opendocument.presentation",
+}
+
+
+def make_odf(path: Path, kind: str, body: str, *, title: str = "") -> Path:
+    """An OpenDocument package of ``kind`` (text, spreadsheet, presentation) whose
+    ``office:<kind>`` element holds ``body``, laid out as LibreOffice writes it."""
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ODF_NAMESPACES} '
+        f'office:version="1.3"><office:body><office:{kind}>{body}</office:{kind}>'
+        "</office:body></office:document-content>"
+    )
+    meta = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-meta {ODF_NAMESPACES}>'
+        f"<office:meta><dc:title>{title}</dc:title></office:meta></office:document-meta>"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("mimetype", ODF_MIMETYPES[kind], compress_type=zipfile.ZIP_STORED)
+        z.writestr("content.xml", content)
+        z.writestr("meta.xml", meta)
+        z.writestr("META-INF/manifest.xml", '<?xml version="1.0"?><manifest/>')
+    return path
+
+
+def ods_row(*cells: str, repeat: int = 1) -> str:
+    """A spreadsheet row of text cells (``""`` an empty one)."""
+    inner = "".join(
+        f"<table:table-cell><text:p>{c}</text:p></table:table-cell>" if c else "<table:table-cell/>"
+        for c in cells
+    )
+    rep = f' table:number-rows-repeated="{repeat}"' if repeat > 1 else ""
+    return f"<table:table-row{rep}>{inner}</table:table-row>"

@@ -26,6 +26,7 @@ from micro_rag_mcp.readers.images import read_image
 from micro_rag_mcp.readers.notebook import read_ipynb
 from micro_rag_mcp.readers.ocr import OCR_MODULE
 from micro_rag_mcp.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
+from micro_rag_mcp.readers.opendocument import read_odp, read_ods, read_odt
 from micro_rag_mcp.readers.pdf import read_pdf
 from micro_rag_mcp.readers.text import decode_text_bytes, read_markdown, read_rst, read_text
 from micro_rag_mcp.readers.web import read_epub, read_html
@@ -104,6 +105,9 @@ FORMATS: tuple[Format, ...] = (
     Format("notebook", (".ipynb",), read_ipynb),
     Format("reStructuredText", (".rst",), read_rst),
     Format("text markup and data", (".org", ".tex", ".json", ".yaml", ".yml", ".toml"), read_text),
+    Format("OpenDocument text", (".odt",), read_odt, zip_member="content.xml"),
+    Format("OpenDocument spreadsheet", (".ods",), read_ods, zip_member="content.xml"),
+    Format("OpenDocument presentation", (".odp",), read_odp, zip_member="content.xml"),
     Format("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff"), read_image, extra="ocr"),
     Format(
         "code",

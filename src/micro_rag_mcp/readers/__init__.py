@@ -23,6 +23,7 @@ from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
 from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
 from micro_rag_mcp.readers.images import read_image
+from micro_rag_mcp.readers.mail import read_eml
 from micro_rag_mcp.readers.notebook import read_ipynb
 from micro_rag_mcp.readers.ocr import OCR_MODULE
 from micro_rag_mcp.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
@@ -108,6 +109,7 @@ FORMATS: tuple[Format, ...] = (
     Format("OpenDocument text", (".odt",), read_odt, zip_member="content.xml"),
     Format("OpenDocument spreadsheet", (".ods",), read_ods, zip_member="content.xml"),
     Format("OpenDocument presentation", (".odp",), read_odp, zip_member="content.xml"),
+    Format("e-mail", (".eml",), read_eml),
     Format("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff"), read_image, extra="ocr"),
     Format(
         "code",

@@ -229,3 +229,15 @@ def ods_row(*cells: str, repeat: int = 1) -> str:
     )
     rep = f' table:number-rows-repeated="{repeat}"' if repeat > 1 else ""
     return f"<table:table-row{rep}>{inner}</table:table-row>"
+
+
+def make_blank_scan(path: Path) -> Path:
+    """A PDF whose one page is a white image: a scan with no words, with or without OCR."""
+    from PIL import Image
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), invariant=True)
+    pdf.drawImage(ImageReader(Image.new("L", (300, 200), 255)), 50, 50, width=300, height=200)
+    pdf.save()
+    return path

@@ -16,7 +16,7 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers import READERS, Document, read_document
 from micro_rag_mcp.readers.ocr import INSTALL_HINT, ocr_installed
 from micro_rag_mcp.readers.pdf import read_pdf
-from tests.formatfactory import make_scanned_pdf, text_image
+from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
 needs_ocr = pytest.mark.skipif(
     not ocr_installed(), reason="the ocr extra is not installed (pip install -e '.[ocr]')"
@@ -88,16 +88,8 @@ def test_only_pages_without_a_text_layer_are_recognized(tmp_path: Path) -> None:
 
 @needs_ocr
 def test_a_scanned_pdf_with_no_words_in_its_images_gets_a_reason(tmp_path: Path) -> None:
-    from PIL import Image
-    from reportlab.lib.utils import ImageReader
-    from reportlab.pdfgen import canvas
-
-    path = tmp_path / "blank.pdf"
-    pdf = canvas.Canvas(str(path), invariant=True)
-    pdf.drawImage(ImageReader(Image.new("L", (300, 200), 255)), 50, 50, width=300, height=200)
-    pdf.save()
     with pytest.raises(ReadError, match="none recognized by OCR"):
-        read(path)
+        read(make_blank_scan(tmp_path / "blank.pdf"))
 
 
 @needs_ocr

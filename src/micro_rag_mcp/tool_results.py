@@ -60,7 +60,8 @@ class SearchHit(BaseModel):
     locator: str | None = Field(
         None,
         description="Where the passage is in the file's own terms, e.g. 'slide 4', "
-        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5', 'attachment \"a.pdf\" page 2'; "
+        "'OCR' when its text was recognized in a scan; null when lines or page say it.",
     )
     stale: bool = Field(
         description="The file changed on disk (or is gone) since this passage was indexed; "

@@ -70,3 +70,18 @@ def test_every_reader_turns_empty_or_garbage_bytes_into_a_reason_or_text(
         assert str(e) and "\n" not in str(e)
     else:
         assert isinstance(doc.text, str)
+
+
+def test_a_suffix_of_a_missing_extra_is_refused_with_the_install_hint() -> None:
+    from micro_rag_mcp.errors import ConfigError
+    from micro_rag_mcp.main import parse_exts
+    from micro_rag_mcp.readers import missing_extra
+
+    for fmt in FORMATS:
+        for suffix in fmt.suffixes:
+            assert missing_extra(suffix) == ("" if fmt.available else fmt.extra)
+            if fmt.available:
+                assert parse_exts(suffix) == (suffix,)
+            else:
+                with pytest.raises(ConfigError, match=rf"\[{fmt.extra}\]'$"):
+                    parse_exts(suffix)

@@ -43,6 +43,7 @@ __all__ = [
     "decode_text_bytes",
     "extra_installed",
     "group_suffixes",
+    "missing_extra",
     "normalize_text",
     "read_csv",
     "read_document",
@@ -126,6 +127,14 @@ FORMATS: tuple[Format, ...] = (
 READERS: dict[str, Reader] = {
     suffix: fmt.reader for fmt in FORMATS if fmt.available for suffix in fmt.suffixes
 }
+
+
+def missing_extra(suffix: str) -> str:
+    """The extra a format of ``suffix`` needs and lacks here ("ocr"); "" for none."""
+    for fmt in FORMATS:
+        if suffix in fmt.suffixes and not fmt.available:
+            return fmt.extra
+    return ""
 
 
 def group_suffixes(group: Group) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ tests that pass ``ocr=False`` and by tests/test_registry.py.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,38 @@ def test_a_page_stops_between_line_batches_once_its_budget_is_spent(
         text = recognize(text_image(lines), where="dense.png", budget_s=0.0)
     assert "Line number 1 " in text and "Line number 30 " not in text
     assert "dense.png: OCR stopped after 12 of 30 lines" in caplog.text
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid PNG header (with its checksum) claiming ``width`` × ``height`` pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b""))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "reason"),
+    [((12_000, 10_000), "refused: an image of 12000×10000 pixels"), ((40_000, 40_000), "exceeds")],
+)
+def test_an_image_claiming_a_huge_canvas_is_refused_undecoded(
+    tmp_path: Path, size: tuple[int, int], reason: str
+) -> None:
+    from micro_rag_mcp.readers.images import read_image
+
+    path = tmp_path / "huge.png"
+    path.write_bytes(png_claiming(*size))
+    with warnings.catch_warnings(), pytest.raises(ReadError, match=reason):
+        warnings.simplefilter("ignore")  # Pillow's own warning about a large image
+        read_image(path)

@@ -104,3 +104,15 @@ def test_a_plain_header_row_is_unchanged(tmp_path: Path) -> None:
     doc = read(write_table(tmp_path, "csv", [["Team", "City"], ["Bruins", "Boston"]]))
     assert doc.text == "Team: Bruins; City: Boston"
     assert section_and_place(doc, doc.text) == (None, "row 2")
+
+
+@pytest.mark.parametrize("sep", [";", ",", "\t", "|"])
+def test_a_bare_title_line_does_not_hide_the_delimiter(tmp_path: Path, sep: str) -> None:
+    path = tmp_path / "cups.csv"
+    rows = ["Team", "Location", "Cups"], ["Canadiens", "Montreal", "24"], ["Leafs", "Toronto", "13"]
+    path.write_text("Stanley Cups\n" + "".join(sep.join(row) + "\n" for row in rows))
+    doc = read(path)
+    assert section_and_place(doc, "Team: Leafs; Location: Toronto; Cups: 13") == (
+        "Stanley Cups",
+        "row 4",
+    )

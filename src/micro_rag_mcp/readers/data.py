@@ -18,7 +18,7 @@ from pathlib import Path
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers.document import Document, DocumentBuilder, normalize_text
 from micro_rag_mcp.readers.guards import Budget
-from micro_rag_mcp.readers.tables import table_head
+from micro_rag_mcp.readers.tables import MAX_TITLE_ROWS, table_head
 from micro_rag_mcp.readers.text import decode_text_bytes
 
 logger = logging.getLogger(__name__)
@@ -95,9 +95,21 @@ def _read_delimited(path: Path, delimiter: str | None, time_budget: float) -> Do
 
 
 def _dialect(sample: str, delimiter: str | None) -> type[csv.Dialect] | csv.Dialect:
-    """The sample's dialect, or Excel's (with ``delimiter``) when it cannot be told."""
+    """The sample's dialect, or Excel's (with ``delimiter``) when it cannot be told.
+
+    Title lines without any delimiter (``tables.table_head``) are left out of the sample:
+    they would make every delimiter look inconsistent.
+    """
+    candidates = delimiter or ",;\t|"
+    lines = sample.splitlines(keepends=True)
+    titles = 0
+    while titles < min(MAX_TITLE_ROWS, len(lines) - 1) and not any(
+        d in lines[titles] for d in candidates
+    ):
+        titles += 1
+    sample = "".join(lines[titles:])
     try:
-        sniffed = csv.Sniffer().sniff(sample, delimiters=delimiter or ",;\t|")
+        sniffed = csv.Sniffer().sniff(sample, delimiters=candidates)
     except csv.Error:
         sniffed = None
     if sniffed is not None and (delimiter is None or sniffed.delimiter == delimiter):

@@ -13,7 +13,13 @@ from pathlib import Path
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers.document import Document, normalize_text
 from micro_rag_mcp.readers.guards import Budget, short
-from micro_rag_mcp.readers.ocr import FILE_BUDGET_S, INSTALL_HINT, OCR_LOCATOR, recognize
+from micro_rag_mcp.readers.ocr import (
+    FILE_BUDGET_S,
+    INSTALL_HINT,
+    OCR_LOCATOR,
+    PAGE_BUDGET_S,
+    recognize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +27,13 @@ MAX_PIXELS = 100_000_000  # a frame claiming more is refused undecoded
 MAX_FRAMES = 1000
 
 
-def read_image(path: Path, *, time_budget: float = FILE_BUDGET_S) -> Document:
-    """The text OCR finds in each frame; frames are pages when there are several."""
+def read_image(
+    path: Path, *, time_budget: float = FILE_BUDGET_S, page_budget: float = PAGE_BUDGET_S
+) -> Document:
+    """The text OCR finds in each frame; frames are pages when there are several.
+
+    Frames are started while ``time_budget`` lasts; each stops after ``page_budget``.
+    """
     try:
         from PIL import Image, ImageOps, ImageSequence, UnidentifiedImageError
     except ImportError as e:
@@ -42,7 +53,8 @@ def read_image(path: Path, *, time_budget: float = FILE_BUDGET_S) -> Document:
             if width * height > MAX_PIXELS:
                 raise ReadError(f"refused: an image of {width}×{height} pixels (over 100 million)")
             upright = ImageOps.exif_transpose(frame)
-            texts.append(normalize_text(recognize(upright, where=f"{path} frame {number}")))
+            where = f"{path} frame {number}"
+            texts.append(normalize_text(recognize(upright, where=where, budget_s=page_budget)))
     if not any(texts):
         raise ReadError("no text recognized in the image")
     starts: list[int] = []

@@ -21,6 +21,7 @@ from micro_rag_mcp.readers.ocr import (
     FILE_BUDGET_S,
     INSTALL_HINT,
     OCR_LOCATOR,
+    PAGE_BUDGET_S,
     RENDER_DPI,
     ocr_installed,
     recognize,
@@ -41,6 +42,8 @@ def read_pdf(
     time_budget: float = PDF_TIME_BUDGET_S,
     max_pages: int = PDF_MAX_PAGES,
     ocr: bool | None = None,
+    ocr_budget: float = FILE_BUDGET_S,
+    ocr_page_budget: float = PAGE_BUDGET_S,
 ) -> Document:
     """Extract text page by page; pages joined by a blank line, offsets in ``page_starts``.
 
@@ -52,13 +55,18 @@ def read_pdf(
 
     A page with no text layer but an image is recognized by OCR (``ocr``: None when the
     extra is installed) and has the locator ``OCR``; a page with a text layer never is.
+    Pages are started while ``ocr_budget`` lasts; each stops after ``ocr_page_budget``.
     """
     use_ocr = ocr_installed() if ocr is None else ocr
     with open(path, "rb") as stream:
         pdf = _open_pdf(stream)
         try:
             texts = _extract_pages(pdf, path, time_budget, max_pages)
-            recognized = _recognize_scans(pdf, texts, path) if use_ocr else set()
+            recognized = (
+                _recognize_scans(pdf, texts, path, ocr_budget, ocr_page_budget)
+                if use_ocr
+                else set()
+            )
             title = _pdf_title(pdf, path)
             outline = _outline(pdf, path)
         finally:
@@ -75,12 +83,11 @@ def read_pdf(
     )
 
 
-def _recognize_scans(pdf: Any, texts: list[str], path: Path) -> set[int]:
-    """OCR each page that has no text but an image, in place; the pages recognized.
-
-    Pages are started while the file's OCR budget lasts; each has its own budget.
-    """
-    budget = Budget(FILE_BUDGET_S)
+def _recognize_scans(
+    pdf: Any, texts: list[str], path: Path, file_budget: float, page_budget: float
+) -> set[int]:
+    """OCR each page that has no text but an image, in place; the pages recognized."""
+    budget = Budget(file_budget)
     recognized: set[int] = set()
     for index, text in enumerate(texts):
         if text or not _has_image(pdf, index, path):
@@ -91,7 +98,8 @@ def _recognize_scans(pdf: Any, texts: list[str], path: Path) -> set[int]:
         try:
             with closing(pdf[index]) as page:
                 image = page.render(scale=RENDER_DPI / 72).to_pil()
-            texts[index] = normalize_text(recognize(image, where=f"{path} page {index + 1}"))
+            where = f"{path} page {index + 1}"
+            texts[index] = normalize_text(recognize(image, where=where, budget_s=page_budget))
         except Exception as e:  # one bad page must not lose the whole document
             logger.warning("%s: page %d could not be recognized: %s", path, index + 1, short(e))
             continue

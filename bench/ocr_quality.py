@@ -9,8 +9,9 @@ Each ``PDF:PAGE`` (page 1 by default) is rasterized with ``pdftoppm`` (poppler-u
 
 - words recovered: the share of the words of the page's own text layer (the truth, read
   from the original PDF) that the indexed text holds, counted with repeats;
-- found: whether ``micro-rag search`` for one sentence of the page (its longest line of
-  the truth) puts that image, or that page of the image-only PDF, in its top 5.
+- rank: where ``micro-rag search`` for one sentence of the page (its longest line of
+  the truth) puts that image, or that page of the image-only PDF, in its top 5 ("-":
+  not there).
 
 With ``--unbounded`` it reads the same images and scan in this process without time
 budgets instead (the recognizer's own quality, apart from what a loaded machine cuts) and
@@ -102,10 +103,13 @@ def indexed_text(folder: Path, name: str, page: int | None) -> str:
     return str(result.get("text", ""))
 
 
-def found(folder: Path, query: str, name: str, page: int | None) -> bool:
+def rank(folder: Path, query: str, name: str, page: int | None) -> str:
+    """Where the page comes in a search for ``query`` (top 5), or "-" when it does not."""
     result = json.loads(cli("search", str(folder), query, "-k", "5", "--json"))
-    hits = result.get("results", [])
-    return any(h.get("path") == name and (page is None or h.get("page") == page) for h in hits)
+    for hit in result.get("results", []):
+        if hit.get("path") == name and (page is None or hit.get("page") == page):
+            return str(hit.get("rank"))
+    return "-"
 
 
 def main() -> None:
@@ -136,18 +140,18 @@ def main() -> None:
         f"{time.perf_counter() - started:.0f} s",
         file=sys.stderr,
     )
-    print("| page | words | image: recovered | found | image-only PDF: recovered | found |")
+    print("| page | words | image: recovered | rank | image-only PDF: recovered | rank |")
     print("| --- | ---: | ---: | --- | ---: | --- |")
     for index, (pdf, page, image) in enumerate(pages):
         truth = truth_page(pdf, page)
         query = sentence(truth)
         cells = [f"{pdf.name} p{page}", f"{sum(words(truth).values()):,}"]
         cells += [f"{recall(truth, indexed_text(folder, image.name, None)):.0%}"]
-        cells += ["yes" if found(folder, query, image.name, None) else "no"]
+        cells += [rank(folder, query, image.name, None)]
         if index < args.scan_pages:
             text = indexed_text(folder, scan.name, index + 1)
             cells += [f"{recall(truth, text):.0%}"]
-            cells += ["yes" if found(folder, query, scan.name, index + 1) else "no"]
+            cells += [rank(folder, query, scan.name, index + 1)]
         else:
             cells += ["", ""]
         print("| " + " | ".join(cells) + " |")

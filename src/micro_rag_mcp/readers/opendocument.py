@@ -204,31 +204,41 @@ def _inline(element: Any) -> str:
 
 
 def _cell_text(cell: Any) -> str:
-    return " ".join(" ".join(_inline(p).split()) for p in cell.iter(_P, _H)).strip()
+    """A cell's paragraphs on one line (comments left out, nested tables flattened)."""
+    parts = (_table_text(b) if b.tag == _TABLE else _inline(b) for b in _blocks(cell))
+    return " ".join(" ".join(part.split()) for part in parts).strip()
 
 
 def _table_text(table: Any) -> str:
     """One line per non-empty row, cells joined by `` | ``."""
     lines = []
-    for row in table.iter(_ROW):
+    for row in _rows(table):
         cells = [_cell_text(cell) for cell in row if cell.tag in (_CELL, _COVERED)]
         if any(cells):
             lines.append(" | ".join(cells))
     return "\n".join(lines)
 
 
+def _rows(table: Any) -> Iterator[Any]:
+    """A table's own rows, in header-row and row-group wrappers too, not nested tables'."""
+    for child in table:
+        if child.tag == _ROW:
+            yield child
+        elif isinstance(child.tag, str) and child.tag != _TABLE and child.tag not in _SKIPPED:
+            yield from _rows(child)
+
+
 def _shape_text(shape: Any) -> str:
-    """A slide shape's text: a table as rows of cells, else its paragraphs."""
-    tables = list(shape.iter(_TABLE))
-    if tables:
-        return "\n".join(_table_text(table) for table in tables)
-    return "\n".join(_inline(p) for p in shape.iter(_P, _H))
+    """A slide shape's text: its paragraphs, and tables as rows of cells."""
+    return "\n".join(
+        _table_text(block) if block.tag == _TABLE else _inline(block) for block in _blocks(shape)
+    )
 
 
 def _sheet_rows(sheet: Any) -> Iterator[tuple[int, Sequence[object]]]:
     """(row number, cell texts) of a sheet, repeated rows and columns within bounds."""
     number = 0
-    for row in sheet.iter(_ROW):
+    for row in _rows(sheet):
         repeated = _count(row.get(_ROWS_REPEATED))
         cells = _row_cells(row)
         if not any(cells):

@@ -20,6 +20,9 @@ import logging
 import time
 from typing import Any
 
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers.guards import short
+
 logger = logging.getLogger(__name__)
 
 OCR_MODULE = "rapidocr_onnxruntime"
@@ -40,10 +43,17 @@ def ocr_installed() -> bool:
 
 @functools.cache
 def _engine() -> Any:
-    """The recognizer, built once per reader process (loading the models takes ~1 s)."""
-    from rapidocr_onnxruntime import RapidOCR
+    """The recognizer, built once per reader process (loading the models takes ~1 s).
 
-    return RapidOCR(use_cls=False, max_side_len=MAX_SIDE_PX, print_verbose=False)
+    A recognizer that cannot start (``opencv-python`` needs the system's libGL, which a
+    bare server may lack) is a ``ReadError`` naming the cause.
+    """
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+
+        return RapidOCR(use_cls=False, max_side_len=MAX_SIDE_PX, print_verbose=False)
+    except (ImportError, OSError) as e:
+        raise ReadError(f"OCR could not start: {short(e)}") from e
 
 
 def recognize(image: Any, *, where: str, budget_s: float = PAGE_BUDGET_S) -> str:

@@ -100,6 +100,8 @@ def _recognize_scans(
                 image = page.render(scale=RENDER_DPI / 72).to_pil()
             where = f"{path} page {index + 1}"
             texts[index] = normalize_text(recognize(image, where=where, budget_s=page_budget))
+        except ReadError:
+            raise  # the recognizer cannot start: no page can be read
         except Exception as e:  # one bad page must not lose the whole document
             logger.warning("%s: page %d could not be recognized: %s", path, index + 1, short(e))
             continue

@@ -44,7 +44,9 @@ class SearchHit(BaseModel):
     ext: str = Field(description="File extension, lower case, with the dot.")
     line_start: LineStart = None
     line_end: LineEnd = None
-    page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
+    page: int | None = Field(
+        None, description="Page (1-based) where the passage starts: a PDF's, a TIFF's frame."
+    )
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
     relevance: float = Field(

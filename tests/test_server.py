@@ -16,6 +16,7 @@ from mcp import Client
 
 from micro_rag_mcp.fsutil import WriterLock
 from micro_rag_mcp.server import build_server
+from micro_rag_mcp.settings import DOC_EXTS
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 
@@ -222,14 +223,14 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
     [
         (
             "nomatch/**",
-            'path_glob "nomatch/**" matches no file of the 19 indexed types (--exts) in the '
-            "data folder; nothing was read or removed",
+            f'path_glob "nomatch/**" matches no file of the {len(DOC_EXTS)} indexed types '
+            "(--exts) in the data folder; nothing was read or removed",
         ),
         (
             "[unclosed",
-            'path_glob "[unclosed" matches no file of the 19 indexed types (--exts) in the '
-            'data folder; nothing was read or removed (a "[" without a closing "]" matches '
-            "itself)",
+            f'path_glob "[unclosed" matches no file of the {len(DOC_EXTS)} indexed types '
+            '(--exts) in the data folder; nothing was read or removed (a "[" without a closing '
+            '"]" matches itself)',
         ),
     ],
 )

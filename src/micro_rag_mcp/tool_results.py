@@ -45,7 +45,9 @@ class SearchHit(BaseModel):
     ext: str = Field(description="File extension, lower case, with the dot.")
     line_start: LineStart = None
     line_end: LineEnd = None
-    page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
+    page: int | None = Field(
+        None, description="Page (1-based) where the passage starts: a PDF's, a TIFF's frame."
+    )
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
     relevance: float = Field(
@@ -61,7 +63,8 @@ class SearchHit(BaseModel):
     locator: str | None = Field(
         None,
         description="Where the passage is in the file's own terms, e.g. 'slide 4', "
-        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5', 'attachment \"a.pdf\" page 2'; "
+        "'OCR' when its text was recognized in a scan; null when lines or page say it.",
     )
     stale: bool = Field(
         description="The file changed on disk (or is gone) since this passage was indexed; "

@@ -2,7 +2,8 @@
 
 One reader per supported suffix (``READERS``), each in the module of its family;
 ``read_document`` dispatches, enforces the size limit and turns every failure into a
-``ReadError`` whose message is a short, human-readable reason. Heavy libraries are
+``ReadError`` whose message is a short, human-readable reason. The text a file yields
+is bounded in proportion to its size (``guards.text_bound``). Heavy libraries are
 imported inside the readers, so importing this package stays cheap. Adding a format is
 one function in its family's module and one line here.
 """
@@ -16,7 +17,14 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers.code import read_code
 from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
-from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
+from micro_rag_mcp.readers.guards import (
+    MIB,
+    bounded_text,
+    check_file,
+    os_reason,
+    short,
+    text_bound,
+)
 from micro_rag_mcp.readers.notebook import read_ipynb
 from micro_rag_mcp.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
 from micro_rag_mcp.readers.pdf import read_pdf
@@ -86,9 +94,12 @@ def read_document(path: Path, *, max_bytes: int, suffix: str | None = None) -> D
     reader = READERS.get(suffix)
     if reader is None:
         raise ReadError(f"unsupported file type {suffix or '(no suffix)'!r}")
-    check_file(path, max_bytes)
+    bound = text_bound(check_file(path, max_bytes), suffix)
     try:
-        return reader(path)
+        with bounded_text(bound):
+            doc = reader(path)
+        bound.check(len(doc.text))  # a reader that builds its text in one piece
+        return doc
     except ReadError:
         raise
     except OSError as e:

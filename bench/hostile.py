@@ -1,0 +1,135 @@
+"""Hostile inputs against the readers and a reindex: time, peak memory, what was recorded.
+
+    .venv/bin/python bench/hostile.py [--read-only] [--only NAME]
+
+Each input is built (tests/hostilefactory.py) in a fresh temporary folder and run in a
+fresh child process, so each peak is its own: the child reads the file through the
+reader process (its peak is ``ru_maxrss`` of the waited-for reader, ``RUSAGE_CHILDREN``),
+then, unless ``--read-only``, runs a whole reindex with the fake embedder (the child's
+own ``ru_maxrss`` is the server's peak). ``--read-only`` is for a checkout whose reindex
+of these files would run for an hour (``PYTHONPATH=/path/to/old/src``). Prints a
+Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.hostilefactory import (  # noqa: E402
+    make_div_flood_html,
+    make_repeated_spine_epub,
+    make_shared_stream_pdf,
+    make_shared_string_xlsx,
+)
+
+INPUTS: dict[str, tuple[str, Callable[[Path], Path]]] = {
+    "epub-spine": (
+        "EPUB, spine names one 100 KB chapter 5,000 times",
+        lambda d: make_repeated_spine_epub(d / "echo.epub", repeats=5000, chapter_chars=100_000),
+    ),
+    "xlsx-shared": (
+        "XLSX, 300k cells share one 10k-character string",
+        lambda d: make_shared_string_xlsx(
+            d / "echo.xlsx", rows=3000, columns=100, string_chars=10_000
+        ),
+    ),
+    "pdf-stream": (
+        "PDF, 2,000 pages draw one content stream",
+        lambda d: make_shared_stream_pdf(d / "echo.pdf", pages=2000, lines=150),
+    ),
+    "html-div": (
+        "HTML, `<div/>` × 100,000",
+        lambda d: make_div_flood_html(d / "flood.html", divs=100_000),
+    ),
+}
+
+MIB = 1024 * 1024
+
+
+def _peak(who: int) -> int:
+    return resource.getrusage(who).ru_maxrss * 1024  # Linux: KiB
+
+
+def run_one(path: Path, read_only: bool) -> dict[str, object]:
+    """In the child: read ``path`` in a reader process, then (maybe) reindex its folder."""
+    from micro_rag_mcp.errors import ReadError
+    from micro_rag_mcp.isolation import IsolatedReader
+
+    folder = path.parent
+    started = time.monotonic()
+    with IsolatedReader(folder, timeout_s=600) as reader:
+        try:
+            read = f"{len(reader.read(path, max_bytes=100 * MIB).text):,} characters"
+        except ReadError as e:
+            read = str(e)
+    result: dict[str, object] = {
+        "read_s": time.monotonic() - started,
+        "reader_peak": _peak(resource.RUSAGE_CHILDREN),
+        "read": read,
+    }
+    if read_only:
+        return result
+    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.settings import Settings
+    from tests.fakes import FakeEmbedder
+
+    settings = Settings(data_folder=folder, index_folder=folder / "index", watch="off")
+    engine = Engine(settings, FakeEmbedder)
+    engine.load_model()
+    started = time.monotonic()
+    report = engine.reindex()
+    result["reindex_s"] = time.monotonic() - started
+    result["server_peak"] = _peak(resource.RUSAGE_SELF)
+    failed = dict(report.files_failed)
+    result["recorded"] = failed.get(path.name) or f"indexed, {report.chunks_total:,} chunks"
+    engine.stop()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--read-only", action="store_true", help="only read, no reindex")
+    parser.add_argument("--only", choices=sorted(INPUTS), help="run one input")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "FOLDER"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, folder = args.child
+        path = INPUTS[name][1](Path(folder))
+        print(json.dumps(run_one(path, args.read_only)))
+        return
+    print("| input | size | read | reader peak | reindex | server peak | recorded |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name in [args.only] if args.only else INPUTS:
+        with tempfile.TemporaryDirectory() as tmp:
+            command = [sys.executable, __file__, "--child", name, tmp]
+            out = subprocess.run(
+                command + (["--read-only"] if args.read_only else []),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            size = next(p for p in Path(tmp).iterdir() if p.is_file()).stat().st_size
+        r = json.loads(out.splitlines()[-1])
+        reindex = f"{r['reindex_s']:.1f} s" if "reindex_s" in r else "–"
+        server = f"{r['server_peak'] / MIB:.0f} MB" if "server_peak" in r else "–"
+        recorded = r.get("recorded", r["read"])
+        print(
+            f"| {INPUTS[name][0]} | {size:,} B | {r['read_s']:.1f} s | "
+            f"{r['reader_peak'] / MIB:.0f} MB | {reindex} | {server} | {recorded} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

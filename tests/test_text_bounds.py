@@ -44,18 +44,21 @@ def test_an_epub_whose_spine_repeats_one_chapter_is_refused_at_its_bound(
         reason = refusal(reader, book)
         assert reader.peak_memory_bytes < READER_PEAK_BOUND
     assert reason == (
-        f"refused: extracted text exceeds {TEXT_FLOOR_CHARS:,} characters, "
-        "over 20× the file's size"
+        f"refused: extracted text exceeds {TEXT_FLOOR_CHARS:,} characters, over 20× the file's size"
     )
 
 
 def test_an_xlsx_whose_cells_share_one_string_is_refused_at_its_bound(tmp_path: Path) -> None:
-    book = make_shared_string_xlsx(tmp_path / "echo.xlsx", rows=400, columns=50, string_chars=10_000)
+    book = make_shared_string_xlsx(
+        tmp_path / "echo.xlsx", rows=400, columns=50, string_chars=10_000
+    )
     limit = 50 * book.stat().st_size
     with IsolatedReader(tmp_path, timeout_s=600) as reader:
         reason = refusal(reader, book)
         assert reader.peak_memory_bytes < READER_PEAK_BOUND
-    assert reason == f"refused: extracted text exceeds {limit:,} characters, over 50× the file's size"
+    assert (
+        reason == f"refused: extracted text exceeds {limit:,} characters, over 50× the file's size"
+    )
 
 
 def test_a_pdf_whose_pages_share_one_content_stream_is_refused_at_its_bound(
@@ -93,4 +96,6 @@ def test_the_bound_grows_with_the_file_up_to_the_absolute_cap() -> None:
     assert text_bound(1 * MIB, ".txt").limit == 2 * MIB
     huge = text_bound(100 * MIB, ".xlsx")
     assert huge.limit == MAX_TEXT_CHARS
-    assert huge.reason == f"refused: extracted text exceeds the limit of {MAX_TEXT_CHARS:,} characters"
+    assert (
+        huge.reason == f"refused: extracted text exceeds the limit of {MAX_TEXT_CHARS:,} characters"
+    )

@@ -100,7 +100,9 @@ def add_html(
 # A DOCTYPE with an internal subset (``<!DOCTYPE html [<!ENTITY x "y">]>``): an HTML
 # parser ends it at the first ``>`` and keeps the rest (``]>``) as text. Only at the
 # start of the page, so one match attempt.
-_DTD_SUBSET = re.compile(r"(\ufeff?\s*(?:<\?xml[^>]*>\s*)?)<!DOCTYPE[^\[>]*\[.*?\]\s*>", re.I | re.S)
+_DTD_SUBSET = re.compile(
+    r"(\ufeff?\s*(?:<\?xml[^>]*>\s*)?)<!DOCTYPE[^\[>]*\[.*?\]\s*>", re.I | re.S
+)
 
 
 def _without_dtd_subset(html: str) -> str:

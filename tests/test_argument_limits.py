@@ -51,8 +51,7 @@ def test_a_string_over_its_limit_is_refused_naming_the_limit(
     length = 5_000_000
     message = error_of(client, tool, {name: "a" * length, **extra})
     assert message == (
-        f"Error executing tool {tool}: {name} must be at most {limit:,} characters "
-        f"(got {length:,})"
+        f"Error executing tool {tool}: {name} must be at most {limit:,} characters (got {length:,})"
     )
 
 

@@ -15,6 +15,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from micro_rag_mcp import __version__
@@ -226,6 +227,10 @@ def configure_logging(verbosity: int) -> None:
     logger.setLevel(level)
 
 
+def _index_folder(args: argparse.Namespace) -> Path:
+    return Path(args.index_folder) if args.index_folder else Path(args.folder) / "index"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.verbose)
@@ -239,7 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except MicroRagError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
+        from micro_rag_mcp.diskspace import say_disk_full
+
+        print(f"{prog}: {say_disk_full(e, _index_folder(args))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

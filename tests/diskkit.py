@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -34,8 +34,5 @@ def fill(folder: Path, leave_bytes: int = 0) -> None:
     """Fill ``folder``'s file system until at most ``leave_bytes`` are free."""
     st = os.statvfs(folder)
     free = st.f_bavail * st.f_frsize
-    with open(folder / ".filler", "wb") as f:
-        try:
-            f.write(bytes(max(0, free - leave_bytes)))
-        except OSError:
-            pass
+    with open(folder / ".filler", "wb") as f, suppress(OSError):  # the last block may not fit
+        f.write(bytes(max(0, free - leave_bytes)))

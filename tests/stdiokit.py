@@ -89,7 +89,7 @@ class RawServer:
         line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
         return int(line.split()[1]) * 1024
 
-    def wait_searchable(self, query: str, timeout: float = 120.0) -> None:
+    def wait_searchable(self, query: str, timeout: float = 300.0) -> None:
         """Initialize, then search (reading the answers here) until there are results, the
         model is loaded and indexing is done."""
         self.initialize()

@@ -68,3 +68,15 @@ def test_docx_text_after_an_unresolved_entity_is_kept(tmp_path: Path) -> None:
     )
     text = read_document(doc, max_bytes=LIMIT).text
     assert text.split() == ["marker", "alpaca", "end"]
+
+
+def test_ascii_text_with_a_few_stray_bytes_is_not_read_as_another_alphabet(
+    tmp_path: Path,
+) -> None:
+    body = ("The quarterly report covers revenue, costs and the outlook. " * 40).encode()
+    note = tmp_path / "note.txt"
+    note.write_bytes(body[:1000] + b"\xff\xfe\x92" + body[1000:2000] + b"\x81" + body[2000:])
+    text = read_document(note, max_bytes=LIMIT).text
+    letters = {ch for ch in text if ch.isalpha() and not ch.isascii()}
+    assert letters <= {"ÿ", "þ"}  # cp1252 for the stray bytes, no Cyrillic or Greek
+    assert text.count("quarterly report") == 40

@@ -21,6 +21,7 @@ from typing import NoReturn
 from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, too_long
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
+from micro_rag_mcp.logfmt import OneLineFormatter
 from micro_rag_mcp.main import OneLineParser, add_store_arguments
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
@@ -220,7 +221,7 @@ def _folder_argument(parser: argparse.ArgumentParser) -> None:
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("micro-rag: %(levelname)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("micro-rag: %(levelname)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)

@@ -204,9 +204,11 @@ class IsolatedReader:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(
-        level=logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s",
+    from micro_rag_mcp.logfmt import OneLineFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        OneLineFormatter("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s")
     )
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

@@ -12,7 +12,12 @@ import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.isolation import IsolatedReader
+from micro_rag_mcp.isolation import (
+    READER_MEMORY_MAX_BYTES,
+    READER_MEMORY_MIN_BYTES,
+    IsolatedReader,
+    reader_memory_bytes,
+)
 from micro_rag_mcp.readers import read_document
 from micro_rag_mcp.readers.guards import MAX_TEXT_CHARS, TEXT_FLOOR_CHARS, text_bound
 from tests.conftest import make_settings
@@ -99,3 +104,17 @@ def test_the_bound_grows_with_the_file_up_to_the_absolute_cap() -> None:
     assert (
         huge.reason == f"refused: extracted text exceeds the limit of {MAX_TEXT_CHARS:,} characters"
     )
+
+
+def test_the_reader_process_runs_under_its_share_of_memory(tmp_path: Path) -> None:
+    note = tmp_path / "note.txt"
+    note.write_text("herons")
+    ceiling = reader_memory_bytes()
+    assert READER_MEMORY_MIN_BYTES <= ceiling <= READER_MEMORY_MAX_BYTES
+    with IsolatedReader(tmp_path, timeout_s=60) as reader:
+        assert reader.read(note, max_bytes=MIB).text == "herons"
+        assert reader._proc is not None
+        limits = Path(f"/proc/{reader._proc.pid}/limits").read_text()
+    line = next(x for x in limits.splitlines() if x.startswith("Max address space"))
+    assert line.split()[3:5] == [str(ceiling), str(ceiling)]
+    assert 0 < reader.peak_memory_bytes < READER_PEAK_BOUND

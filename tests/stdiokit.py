@@ -89,9 +89,9 @@ class RawServer:
         line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
         return int(line.split()[1]) * 1024
 
-    def wait_searchable(self, query: str, timeout: float = 300.0) -> None:
-        """Initialize, then search (reading the answers here) until there are results, the
-        model is loaded and indexing is done."""
+    def wait_searchable(self, query: str, *, idle: bool = False, timeout: float = 300.0) -> None:
+        """Initialize, then search (reading the answers here) until there are results, and
+        with ``idle`` until the model is loaded and indexing is done."""
         self.initialize()
         assert self.read_one()["id"] == "init"
         deadline = time.monotonic() + timeout
@@ -100,7 +100,8 @@ class RawServer:
             answer = self.read_one()
             out = json.loads(answer["result"]["content"][0]["text"])
             index = out["index"]
-            if out["results"] and index["model"] == "ready" and not index["indexing"]:
+            settled = index["model"] == "ready" and not index["indexing"]
+            if out["results"] and (settled or not idle):
                 return
             assert time.monotonic() < deadline, f"no results for {query!r} in {timeout:g} s"
             time.sleep(0.1)

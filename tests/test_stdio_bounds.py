@@ -97,7 +97,7 @@ def test_sigterm_ends_a_server_whose_client_stopped_reading(server: RawServer) -
 def test_a_flood_is_answered_busy_past_the_limit_and_memory_stays_flat(
     server: RawServer,
 ) -> None:
-    server.wait_searchable("herons")
+    server.wait_searchable("herons", idle=True)  # the model's memory is in "before"
     server.start_reading()
     server.send(search_call(-1, "herons"))
     assert len(str(server.reply())) > 20_000  # a big answer: 50 passages

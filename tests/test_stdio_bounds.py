@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.relay import END_GRACE_S, MAX_IN_FLIGHT
+from micro_rag_mcp.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
 MIB = 1024 * 1024
@@ -55,6 +55,19 @@ def test_lines_the_sdk_would_drop_get_json_rpc_errors(server: RawServer) -> None
     assert "batches are not supported" in replies[2]["error"]["message"]
     server.initialize()  # the connection still works
     assert server.reply()["id"] == "init"
+
+
+def test_a_message_over_the_size_limit_is_refused_and_the_next_one_answered(
+    server: RawServer,
+) -> None:
+    server.start_reading()
+    huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "'
+    server.send(huge + b"a" * (MAX_MESSAGE_BYTES + MIB) + b'"}}')
+    server.initialize()
+    refused, answered = server.reply(), server.reply()
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert f"longer than {MAX_MESSAGE_BYTES:,} bytes" in refused["error"]["message"]
+    assert answered["id"] == "init" and "result" in answered
 
 
 def flood(server: RawServer, requests: int, *, close: bool = True) -> threading.Thread:

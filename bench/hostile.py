@@ -1,4 +1,4 @@
-"""Hostile inputs against the readers and a reindex: time, peak memory, what was recorded.
+"""Hostile inputs against the readers, a reindex and the tools: time, peak memory, outcome.
 
     .venv/bin/python bench/hostile.py [--read-only] [--only NAME]
 
@@ -6,9 +6,10 @@ Each input is built (tests/hostilefactory.py) in a fresh temporary folder and ru
 fresh child process, so each peak is its own: the child reads the file through the
 reader process (its peak is ``ru_maxrss`` of the waited-for reader, ``RUSAGE_CHILDREN``),
 then, unless ``--read-only``, runs a whole reindex with the fake embedder (the child's
-own ``ru_maxrss`` is the server's peak). ``--read-only`` is for a checkout whose reindex
-of these files would run for an hour (``PYTHONPATH=/path/to/old/src``). Prints a
-Markdown table.
+own ``ru_maxrss`` is the server's peak). An oversized argument is one tool call to a
+server in the child, through the SDK's in-process client. ``--read-only`` is for a
+checkout whose reindex of these files would run for an hour
+(``PYTHONPATH=/path/to/old/src``); it leaves the calls out. Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ INPUTS: dict[str, tuple[str, Callable[[Path], Path]]] = {
 
 MIB = 1024 * 1024
 
+# Tool calls with one 50 MB string argument.
+CALLS: dict[str, tuple[str, str, str]] = {
+    "query-50mb": ("`search` with a 50 MB `query`", "search", "query"),
+    "glob-50mb": ("`reindex` with a 50 MB `path_glob`", "reindex", "path_glob"),
+    "path-50mb": ("`read` with a 50 MB `path`", "read", "path"),
+}
+
 
 def _peak(who: int) -> int:
     return resource.getrusage(who).ru_maxrss * 1024  # Linux: KiB
@@ -97,20 +105,52 @@ def run_one(path: Path, read_only: bool) -> dict[str, object]:
     return result
 
 
+def run_call(folder: Path, tool: str, argument: str) -> dict[str, object]:
+    """In the child: one call with a 50 MB ``argument`` to a server on ``folder``."""
+    import anyio
+    from mcp import Client
+
+    from micro_rag_mcp.server import build_server
+    from micro_rag_mcp.settings import Settings
+    from tests.fakes import FakeEmbedder
+
+    (folder / "note.txt").write_text("herons argue about tea")
+    settings = Settings(data_folder=folder, index_folder=folder / "index", watch="off")
+    server = build_server(settings, FakeEmbedder)
+    result: dict[str, object] = {}
+
+    async def call() -> None:
+        async with Client(server) as client:
+            value = "a" * (50 * MIB)
+            started = time.monotonic()
+            answer = await client.call_tool(tool, {argument: value})
+            result["read_s"] = time.monotonic() - started
+            text = answer.content[0].text  # type: ignore[union-attr]
+            result["recorded"] = text if answer.is_error else f"answered ({len(text):,} chars)"
+
+    anyio.run(call)
+    result["server_peak"] = _peak(resource.RUSAGE_SELF)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--read-only", action="store_true", help="only read, no reindex")
-    parser.add_argument("--only", choices=sorted(INPUTS), help="run one input")
+    parser.add_argument("--only", choices=sorted({*INPUTS, *CALLS}), help="run one input")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         name, folder = args.child
+        if name in CALLS:
+            print(json.dumps(run_call(Path(folder), *CALLS[name][1:])))
+            return
         path = INPUTS[name][1](Path(folder))
         print(json.dumps(run_one(path, args.read_only)))
         return
-    print("| input | size | read | reader peak | reindex | server peak | recorded |")
+    print("| input | size | read or call | reader peak | reindex | server peak | recorded |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
-    for name in [args.only] if args.only else INPUTS:
+    names = [args.only] if args.only else [*INPUTS, *([] if args.read_only else CALLS)]
+    for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             command = [sys.executable, __file__, "--child", name, tmp]
             out = subprocess.run(
@@ -119,14 +159,17 @@ def main() -> None:
                 text=True,
                 check=True,
             ).stdout
-            size = next(p for p in Path(tmp).iterdir() if p.is_file()).stat().st_size
+            files = [p for p in Path(tmp).iterdir() if p.is_file()]
+            size = 50 * MIB if name in CALLS else files[0].stat().st_size
         r = json.loads(out.splitlines()[-1])
+        what = (CALLS[name] if name in CALLS else INPUTS[name])[0]
         reindex = f"{r['reindex_s']:.1f} s" if "reindex_s" in r else "–"
         server = f"{r['server_peak'] / MIB:.0f} MB" if "server_peak" in r else "–"
-        recorded = r.get("recorded", r["read"])
+        reader = f"{r['reader_peak'] / MIB:.0f} MB" if "reader_peak" in r else "–"
+        recorded = r.get("recorded", r.get("read"))
         print(
-            f"| {INPUTS[name][0]} | {size:,} B | {r['read_s']:.1f} s | "
-            f"{r['reader_peak'] / MIB:.0f} MB | {reindex} | {server} | {recorded} |",
+            f"| {what} | {size:,} B | {r['read_s']:.1f} s | {reader} | {reindex} | {server} "
+            f"| {recorded} |",
             flush=True,
         )
 

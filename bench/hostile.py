@@ -1,6 +1,7 @@
 """Hostile inputs against the readers, a reindex and the tools: time, peak memory, outcome.
 
     .venv/bin/python bench/hostile.py [--read-only] [--only NAME]
+    .venv/bin/python bench/hostile.py --stdio       # a client that floods, one that never reads
 
 Each input is built (tests/hostilefactory.py) in a fresh temporary folder and run in a
 fresh child process, so each peak is its own: the child reads the file through the
@@ -133,12 +134,75 @@ def run_call(folder: Path, tool: str, argument: str) -> dict[str, object]:
     return result
 
 
+def stdio_rows() -> None:
+    """A real server over stdio (real model): a flood of searches, and a client that
+    sends 300 searches, never reads, and closes stdin."""
+    import threading
+
+    from tests.stdiokit import RawServer, search_call
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        for i in range(60):
+            ps = [f"Heron survey {i}.{p}: the herons nested by the reeds. " * 12 for p in range(3)]
+            (data / f"survey{i:02d}.txt").write_text("\n\n".join(ps))
+        print("| client | server RSS before | after | outcome |")
+        print("| --- | ---: | ---: | --- |")
+        server = RawServer(data)
+        try:
+            server.wait_searchable("herons", idle=True)
+            before = server.rss_bytes()
+            taken = [0]
+
+            def send(n: int, close: bool) -> None:
+                try:
+                    for i in range(n):
+                        server.send(search_call(i, "herons nested reeds"))
+                        taken[0] += 1
+                    if close and server.proc.stdin is not None:
+                        server.proc.stdin.close()
+                except (OSError, ValueError):
+                    pass
+
+            threading.Thread(target=send, args=(3000, False), daemon=True).start()
+            time.sleep(40)  # the client reads nothing for 40 s
+            print(
+                f"| 3,000 searches (`top_k` 50), none read for 40 s | {before / MIB:.0f} MB | "
+                f"{server.rss_bytes() / MIB:.0f} MB | {taken[0]:,} requests taken |",
+                flush=True,
+            )
+        finally:
+            server.kill()
+        server = RawServer(data)
+        try:
+            server.wait_searchable("herons")
+            before = server.rss_bytes()
+            taken[0] = 0
+            threading.Thread(target=send, args=(300, True), daemon=True).start()
+            started = time.monotonic()
+            code = server.exited_within(120)
+            outcome = (
+                f"exit {code} {time.monotonic() - started:.1f} s after the last request"
+                if code is not None
+                else "still running after 120 s"
+            )
+            print(
+                f"| 300 searches, none read, stdin closed | {before / MIB:.0f} MB | – | {outcome} |"
+            )
+        finally:
+            server.kill()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--read-only", action="store_true", help="only read, no reindex")
     parser.add_argument("--only", choices=sorted({*INPUTS, *CALLS}), help="run one input")
+    parser.add_argument("--stdio", action="store_true", help="the stdio clients only")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stdio:
+        stdio_rows()
+        return
     if args.child:
         name, folder = args.child
         if name in CALLS:

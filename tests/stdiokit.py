@@ -85,8 +85,15 @@ class RawServer:
 
     def peak_rss_bytes(self) -> int:
         """The server's peak resident memory so far, as its kernel accounts it."""
+        return self._status_bytes("VmHWM:")
+
+    def rss_bytes(self) -> int:
+        """The server's resident memory now."""
+        return self._status_bytes("VmRSS:")
+
+    def _status_bytes(self, field: str) -> int:
         status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        line = next(x for x in status.splitlines() if x.startswith("VmHWM:"))
+        line = next(x for x in status.splitlines() if x.startswith(field))
         return int(line.split()[1]) * 1024
 
     def wait_searchable(self, query: str, *, idle: bool = False, timeout: float = 300.0) -> None:

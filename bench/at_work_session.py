@@ -239,8 +239,9 @@ def saved_vectors(docs: Path, index: Path) -> tuple[int, int]:
         + ["--index-folder", str(index), "--json"],
         capture_output=True,
         text=True,
-        check=True,
         timeout=300,
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"micro-rag status exited {out.returncode}: {out.stderr.strip()}")
     summary = json.loads(out.stdout)
     return int(summary["chunks"]), int(summary["chunks_with_vectors"])

@@ -225,11 +225,13 @@ def make_zip_bomb_docx(path: Path, expanded_bytes: int = 300 * MIB) -> Path:
     return path
 
 
-def make_bare_docx(path: Path, body_xml: str) -> Path:
+def make_bare_docx(path: Path, body_xml: str, *, doctype: str = "") -> Path:
     """A minimal DOCX package: content types, relationships and ``word/document.xml``
-    whose ``w:body`` holds ``body_xml``; no core properties (``docProps/core.xml``)."""
+    whose ``w:body`` holds ``body_xml`` (after ``doctype``, if given); no core
+    properties (``docProps/core.xml``)."""
     document = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        f"{doctype}"
         '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
         f"<w:body>{body_xml}</w:body></w:document>"
     )

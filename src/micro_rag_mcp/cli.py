@@ -15,9 +15,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
 
 from micro_rag_mcp import __version__
+from micro_rag_mcp.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, too_long
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
+from micro_rag_mcp.logfmt import OneLineFormatter
 from micro_rag_mcp.main import OneLineParser, add_store_arguments
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
@@ -53,15 +57,37 @@ def _at_least(low: int) -> Callable[[str], float]:
     return _between(low, float("inf"), int)
 
 
+def _at_most(chars: int) -> Callable[[str], str]:
+    """An argparse type: a string of at most ``chars`` characters."""
+
+    def check(text: str) -> str:
+        if len(text) > chars:
+            raise argparse.ArgumentTypeError(too_long("it", chars, len(text))[3:])
+        return text
+
+    return check
+
+
+class CommandParser(OneLineParser):
+    """Also says how to pass a name that starts with ``-``, which argparse takes for a flag."""
+
+    def error(self, message: str) -> NoReturn:
+        if "unrecognized arguments: -" in message or "are required: PATH" in message:
+            message += (
+                "; put -- before a name that starts with '-' (micro-rag read FOLDER -- -a.txt)"
+            )
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineParser(
+    p = CommandParser(
         prog="micro-rag",
         description="Index and search one folder of documents from a terminal, with the "
         "same index the micro-rag-mcp server keeps in FOLDER/index.",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    common = OneLineParser(add_help=False)
+    common = CommandParser(add_help=False)
     common.add_argument(
         "--index-folder", metavar="DIR", help="Where the index lives (default: FOLDER/index)."
     )
@@ -80,7 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     _folder_argument(index)
     index.add_argument("--force", action="store_true", help="Re-read and re-embed every file.")
     index.add_argument(
-        "--glob", metavar="G", help="Only paths matching this glob, relative to FOLDER."
+        "--glob",
+        type=_at_most(MAX_GLOB_CHARS),
+        metavar="G",
+        help="Only paths matching this glob, relative to FOLDER.",
     )
     index.add_argument(
         "--no-wait",
@@ -135,7 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
         "query's words highlighted.",
     )
     _folder_argument(search)
-    search.add_argument("query", metavar="QUERY", help="What to look for.")
+    search.add_argument(
+        "query", type=_at_most(MAX_QUERY_CHARS), metavar="QUERY", help="What to look for."
+    )
     search.add_argument(
         "-k", "--top-k", type=_between(1, 50, int), default=5, metavar="N",
         help="How many passages, 1-50 (default: 5).",
@@ -167,7 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
         "of it, a range or a PDF page, at most --max-chars characters.",
     )
     _folder_argument(read)
-    read.add_argument("path", metavar="PATH", help="The file, relative to FOLDER.")
+    read.add_argument(
+        "path", type=_at_most(MAX_PATH_CHARS), metavar="PATH", help="The file, relative to FOLDER."
+    )
     read.add_argument("--start", type=_at_least(0), metavar="N", help="Offset to start at.")
     read.add_argument("--end", type=_at_least(1), metavar="N", help="Offset to stop before.")
     read.add_argument("--page", type=_at_least(1), metavar="N", help="A page of a PDF.")
@@ -188,11 +221,15 @@ def _folder_argument(parser: argparse.ArgumentParser) -> None:
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("micro-rag: %(levelname)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("micro-rag: %(levelname)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logger.setLevel(level)
+
+
+def _index_folder(args: argparse.Namespace) -> Path:
+    return Path(args.index_folder) if args.index_folder else Path(args.folder) / "index"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,7 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except MicroRagError as e:
-        print(f"{prog}: {e}", file=sys.stderr)
+        from micro_rag_mcp.diskspace import say_disk_full
+
+        print(f"{prog}: {say_disk_full(e, _index_folder(args))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from micro_rag_mcp.results import ReindexReport
 
 WAIT_POLL_S = 0.5
+STOP_WAIT_S = 60.0  # the longest an ending command waits for the model's load to end
 T = TypeVar("T")
 
 
@@ -216,7 +217,7 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
         raise ConfigError("--shard applies only with --store")
     settings = _index_settings(args, config)
     display = screens.index_display()
-    engine: Store
+    engine: Store | None = None
     try:
         if config is None:
             local = engine = _engine(settings)
@@ -231,7 +232,13 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
             )
     finally:
         display.close()
+        if engine is not None:
+            # However the pass ended, the model's load may still be under way in its
+            # thread: a process that exits while it runs is aborted by onnxruntime
+            # ("terminate called without an active exception", status 134).
+            engine.stop(timeout=STOP_WAIT_S)
     result = reindex_result(report, args.glob, settings.exts)
+    assert engine is not None
     screens.report(result, engine.state().model_status)
     return 0
 

@@ -24,7 +24,41 @@ from micro_rag_mcp.readers import Document, read_document
 
 logger = logging.getLogger(__name__)
 
-READER_MEMORY_BYTES = 4 * 1024**3  # address-space ceiling of the reader process
+# The reader process's address-space ceiling (RLIMIT_AS): a quarter of the machine's
+# memory, at least 1 GiB (the interpreter and the parsers map about 300 MB before reading
+# a byte) and at most 2 GiB. Text is bounded far below this (readers/guards.py); the
+# ceiling is for what a parser allocates on its own.
+READER_MEMORY_SHARE = 0.25
+READER_MEMORY_MIN_BYTES = 1024**3
+READER_MEMORY_MAX_BYTES = 2 * 1024**3
+
+
+def reader_memory_bytes() -> int:
+    """The address-space ceiling of a reader process on this machine."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return READER_MEMORY_MAX_BYTES
+    share = int(physical * READER_MEMORY_SHARE)
+    return max(READER_MEMORY_MIN_BYTES, min(READER_MEMORY_MAX_BYTES, share))
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory so far.
+
+    Linux: the high-water mark of this program's own memory (``VmHWM``). ``ru_maxrss``
+    would not do there: it keeps the peak of the process before its ``exec``, so a reader
+    started by a large server would report the server's size as its own.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError):
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _die_with_parent() -> None:
@@ -50,15 +84,21 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
         except EOFError:
             return
         path, max_bytes, root = request
+        answer: tuple[Any, ...]
         try:
             doc = _read_inside(Path(path), max_bytes, Path(root))
-            conn.send(("ok", *_fields(doc)))
+            answer = ("ok", *_fields(doc))
         except ReadError as e:
-            conn.send(("error", str(e), e.transient or isinstance(e.__cause__, OSError)))
+            answer = ("error", str(e), e.transient or isinstance(e.__cause__, OSError))
         except MemoryError:
-            conn.send(("error", "reading needs more memory than the reader may use", False))
+            answer = ("error", _memory_reason(memory_bytes), False)
         except Exception as e:  # a parser bug must cost one file, not the reader
-            conn.send(("error", f"reader failed: {type(e).__name__}: {e}"[:300], False))
+            answer = ("error", f"reader failed: {type(e).__name__}: {e}"[:300], False)
+        conn.send((_peak_rss_bytes(), answer))
+
+
+def _memory_reason(memory_bytes: int) -> str:
+    return f"refused: reading needs more than the reader's {memory_bytes // 1024**2:,} MB of memory"
 
 
 def _fields(doc: Document) -> tuple[Any, ...]:
@@ -90,14 +130,17 @@ def _read_inside(path: Path, max_bytes: int, root: Path) -> Document:
 
 
 class IsolatedReader:
-    """``read_document`` in a long-lived child process with a per-file time limit."""
+    """``read_document`` in a long-lived child process with a per-file time limit.
 
-    def __init__(
-        self, root: Path, timeout_s: float, memory_bytes: int = READER_MEMORY_BYTES
-    ) -> None:
+    ``peak_memory_bytes`` is the highest peak resident memory a reader process reported
+    (each answer carries it), so a caller can see what its files cost.
+    """
+
+    def __init__(self, root: Path, timeout_s: float, memory_bytes: int | None = None) -> None:
         self.root = Path(os.path.realpath(root))
         self.timeout_s = timeout_s
-        self.memory_bytes = memory_bytes
+        self.memory_bytes = memory_bytes if memory_bytes is not None else reader_memory_bytes()
+        self.peak_memory_bytes = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._conn: Connection | None = None
 
@@ -114,13 +157,14 @@ class IsolatedReader:
                     "be pathological)",
                     transient=True,
                 )
-            answer: tuple[Any, ...] = conn.recv()
+            peak, answer = conn.recv()
         except (EOFError, OSError) as e:
             code = self._proc.poll() if self._proc is not None else None
             self._kill()
             raise ReadError(
                 f"the reader process died on this file (exit code {code})", transient=True
             ) from e
+        self.peak_memory_bytes = max(self.peak_memory_bytes, int(peak))
         if answer[0] == "ok":
             return Document(*answer[1:])
         raise ReadError(answer[1], transient=answer[2])
@@ -172,9 +216,11 @@ class IsolatedReader:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(
-        level=logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s",
+    from micro_rag_mcp.logfmt import OneLineFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        OneLineFormatter("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s")
     )
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError, StoreUnavailable
 from micro_rag_mcp.ignore import parse_rules
+from micro_rag_mcp.logfmt import OneLineFormatter
 from micro_rag_mcp.readers import missing_extra
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -270,7 +271,7 @@ def create_index_folder(settings: Settings) -> None:
 def configure_logging(verbosity: int) -> None:
     level = logging.INFO if verbosity <= 0 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)

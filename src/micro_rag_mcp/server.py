@@ -25,7 +25,14 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from micro_rag_mcp import __version__
-from micro_rag_mcp.arguments import check_arguments, shown, strict_model
+from micro_rag_mcp.arguments import (
+    MAX_GLOB_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    check_arguments,
+    shown,
+    strict_model,
+)
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError
 from micro_rag_mcp.jobs import (
@@ -233,7 +240,9 @@ def build_server(
 
     async def search(
         ctx: Context[Store],
-        query: Annotated[str, Field(min_length=1, description="What to look for.")],
+        query: Annotated[
+            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
+        ],
         top_k: Annotated[int, Field(ge=1, le=50, description="How many passages.")] = 5,
         score_threshold: Annotated[
             float, Field(ge=0.0, le=1.0, description="Minimum cosine similarity.")
@@ -257,7 +266,10 @@ def build_server(
         ] = False,
         path_glob: Annotated[
             str | None,
-            Field(description="Glob relative to the data folder, e.g. 'notes/**/*.md'."),
+            Field(
+                max_length=MAX_GLOB_CHARS,
+                description="Glob relative to the data folder, e.g. 'notes/**/*.md'.",
+            ),
         ] = None,
     ) -> ReindexResult:
         engine = ctx.request_context.lifespan_context
@@ -279,7 +291,12 @@ def build_server(
     async def read(
         ctx: Context[Store],
         path: Annotated[
-            str, Field(min_length=1, description="File path relative to the data folder.")
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_PATH_CHARS,
+                description="File path relative to the data folder.",
+            ),
         ],
         char_start: Annotated[
             int | None, Field(ge=0, description="Offset to start at (default: the start).")

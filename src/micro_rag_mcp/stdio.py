@@ -2,56 +2,32 @@
 
 The MCP SDK reads stdin in a worker thread that only end-of-file can end
 (modelcontextprotocol/python-sdk#3551), so a signal could not stop a server whose client
-keeps stdin open: Ctrl+C did nothing until stdin closed. Here the SDK reads a socket that
-takes the place of fd 0, and a relay thread copies the client's bytes into it. Ending
-the input, whether the client closed stdin or SIGINT or SIGTERM came, shuts the socket
-for writing: the server then ends exactly as when a client leaves. Requests in flight
-are cancelled, the engine stops at its next step and saves what it did, and ``main``
-returns 0.
+keeps stdin open: Ctrl+C did nothing until stdin closed. And it writes stdout in a worker
+thread too, which a client that stops reading blocks for ever, so the server could not
+stop at all. Here the SDK reads and writes sockets that take the place of fd 0 and fd 1,
+and relay threads (``relay.py``) copy the client's lines in and the answers out, within
+bounds. Ending the input, whether the client closed stdin or SIGINT or SIGTERM came,
+shuts the input socket for writing: the server then ends exactly as when a client
+leaves. Requests in flight are cancelled, the engine stops at its next step and saves
+what it did, answers not taken within ``END_GRACE_S`` are dropped, and ``main`` returns 0.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
-import socket
 import threading
+import time
 from typing import Protocol
+
+from micro_rag_mcp.relay import END_GRACE_S, InFlight, InputRelay, Outbox, OutputRelay
 
 logger = logging.getLogger(__name__)
 
 
 class StdioServer(Protocol):
     async def run_stdio_async(self) -> None: ...
-
-
-class InputRelay:
-    """Copies fd 0 into a socket that becomes the new fd 0; ``end`` gives it end-of-file."""
-
-    def __init__(self) -> None:
-        self._source = os.dup(0)
-        ours, theirs = socket.socketpair()
-        os.dup2(theirs.fileno(), 0)
-        theirs.close()
-        self._sink = ours
-        self._thread = threading.Thread(target=self._copy, name="micro-rag-stdin", daemon=True)
-        self._thread.start()
-
-    def _copy(self) -> None:
-        try:
-            while data := os.read(self._source, 1 << 16):
-                self._sink.sendall(data)
-        except OSError as e:  # the input failed, or it was ended while a copy was under way
-            logger.debug("stdin relay ended: %s", e)
-        finally:
-            self.end()
-
-    def end(self) -> None:
-        """End the server's input; safe to call from any thread, any number of times."""
-        with contextlib.suppress(OSError):
-            self._sink.shutdown(socket.SHUT_WR)
 
 
 class StopSignals:
@@ -91,12 +67,27 @@ def serve_stdio(server: StdioServer, signals: StopSignals) -> None:
 
 async def _serve(server: StdioServer, signals: StopSignals) -> None:
     import anyio
+    import anyio.to_thread
 
-    relay = InputRelay()
+    ended: list[float] = []
+    stdout = os.dup(1)
+    in_flight = InFlight()
+    outbox = Outbox(stdout, on_broken=lambda: relay.end())
+
+    def on_end() -> None:  # answers get END_GRACE_S to leave, then are dropped
+        ended.append(time.monotonic())
+        timer = threading.Timer(END_GRACE_S, outbox.abandon)
+        timer.daemon = True
+        timer.start()
+
+    output = OutputRelay(outbox, in_flight, stdout)
+    relay = InputRelay(outbox, in_flight, on_end)
     async with anyio.create_task_group() as tg:
         tg.start_soon(_end_input_on_signal, relay, signals)
         await server.run_stdio_async()
         tg.cancel_scope.cancel()
+    deadline = (ended[0] if ended else time.monotonic()) + END_GRACE_S
+    await anyio.to_thread.run_sync(output.flush, deadline)
 
 
 async def _end_input_on_signal(relay: InputRelay, signals: StopSignals) -> None:

@@ -2,7 +2,8 @@
 
 One reader per supported suffix (``READERS``), each in the module of its family;
 ``read_document`` dispatches, enforces the size limit and turns every failure into a
-``ReadError`` whose message is a short, human-readable reason. Heavy libraries are
+``ReadError`` whose message is a short, human-readable reason. The text a file yields
+is bounded in proportion to its size (``guards.text_bound``). Heavy libraries are
 imported inside the readers, so importing this package stays cheap. ``FORMATS`` is the
 one list of formats: the ``docs`` and ``code`` groups, the README's format table and
 the tests derive from it. Adding a format is one function in its family's module and
@@ -21,7 +22,14 @@ from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers.code import read_code
 from micro_rag_mcp.readers.data import read_csv, read_tsv
 from micro_rag_mcp.readers.document import Document, clean_title, normalize_text
-from micro_rag_mcp.readers.guards import MIB, check_file, os_reason, short
+from micro_rag_mcp.readers.guards import (
+    MIB,
+    bounded_text,
+    check_file,
+    os_reason,
+    short,
+    text_bound,
+)
 from micro_rag_mcp.readers.images import read_image
 from micro_rag_mcp.readers.mail import read_eml
 from micro_rag_mcp.readers.notebook import read_ipynb
@@ -152,9 +160,12 @@ def read_document(path: Path, *, max_bytes: int, suffix: str | None = None) -> D
     reader = READERS.get(suffix)
     if reader is None:
         raise ReadError(f"unsupported file type {suffix or '(no suffix)'!r}")
-    check_file(path, max_bytes)
+    bound = text_bound(check_file(path, max_bytes), suffix)
     try:
-        return reader(path)
+        with bounded_text(bound):
+            doc = reader(path)
+        bound.check(len(doc.text))  # a reader that builds its text in one piece
+        return doc
     except ReadError:
         raise
     except OSError as e:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from micro_rag_mcp.readers.guards import check_text_length
+
 # Document titles from metadata.
 TITLE_MAX_CHARS = 200
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title"})
@@ -158,10 +160,12 @@ class DocumentBuilder:
 
         ``row``: the block is that table row. ``sections``: heading paths starting inside
         the block, at offsets relative to its start (a block that is a whole chapter).
+        Raises ``ReadError`` once the text passes the file's bound (``guards.text_bound``).
         """
         text = normalize_text(text)
         if not text.strip():
             return False
+        check_text_length(self._length + len(text) + 2)
         if self._parts:
             self._parts.append(sep)
             self._length += len(sep)

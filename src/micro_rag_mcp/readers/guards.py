@@ -1,4 +1,4 @@
-"""Bounds every reader shares: file size, zip vetting and time budgets.
+"""Bounds every reader shares: file size, zip vetting, time budgets and text output.
 
 A reader calls these before a library gets to see the bytes, so a hostile file is
 refused with a reason instead of costing memory or time. The reader process has its
@@ -12,6 +12,9 @@ import logging
 import stat
 import time
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,8 +48,8 @@ def os_reason(e: OSError) -> str:
     return f"cannot read file: {e.strerror or short(e)}"
 
 
-def check_file(path: Path, max_bytes: int) -> None:
-    """Refuse missing, non-regular and oversized files before any parsing."""
+def check_file(path: Path, max_bytes: int) -> int:
+    """Refuse missing, non-regular and oversized files before any parsing; the size."""
     try:
         st = path.stat()
     except OSError as e:
@@ -57,6 +60,7 @@ def check_file(path: Path, max_bytes: int) -> None:
         raise ReadError(
             f"file is {format_size(st.st_size)}, larger than the {format_size(max_bytes)} limit"
         )
+    return st.st_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,3 +139,71 @@ class Budget:
 
     def spent(self) -> bool:
         return time.monotonic() > self._deadline
+
+
+# Characters of text a file may yield per byte of its own size. Compressed formats
+# (zip packages, PDF content streams) hold more text than bytes, and a table repeats
+# its header row in every row's text; text and markup hold about one character a byte
+# (two for a form feed). A tiny file that reuses one part (an EPUB spine naming one
+# chapter 5,000 times, one shared string in 300k cells, 2,000 pages drawing one content
+# stream) would otherwise yield hundreds of millions of characters.
+TEXT_RATIOS = {
+    **dict.fromkeys((".pdf", ".docx", ".pptx", ".epub"), 20),
+    **dict.fromkeys((".xlsx", ".csv", ".tsv"), 50),
+}
+DEFAULT_TEXT_RATIO = 2
+TEXT_FLOOR_CHARS = 1_000_000  # any file may yield this much, whatever its size
+MAX_TEXT_CHARS = 50_000_000  # no file yields more (about 60,000 passages)
+
+
+@dataclass(frozen=True, slots=True)
+class TextBound:
+    """The most text one file may yield, and the reason given when it would yield more."""
+
+    limit: int
+    reason: str
+
+    def check(self, length: int) -> None:
+        if length > self.limit:
+            raise ReadError(self.reason)
+
+
+def text_bound(size: int, suffix: str) -> TextBound:
+    """The bound for a file of ``size`` bytes in the format of ``suffix``."""
+    ratio = TEXT_RATIOS.get(suffix.lower(), DEFAULT_TEXT_RATIO)
+    proportional = max(TEXT_FLOOR_CHARS, ratio * size)
+    if proportional >= MAX_TEXT_CHARS:
+        return TextBound(
+            MAX_TEXT_CHARS,
+            f"refused: extracted text exceeds the limit of {MAX_TEXT_CHARS:,} characters",
+        )
+    return TextBound(
+        proportional,
+        f"refused: extracted text exceeds {proportional:,} characters, "
+        f"over {ratio}× the file's size",
+    )
+
+
+_BOUND: ContextVar[TextBound | None] = ContextVar("text_bound", default=None)
+
+
+@contextmanager
+def bounded_text(bound: TextBound) -> Iterator[None]:
+    """Within this block, ``check_text_length`` holds the text being built to ``bound``.
+
+    Readers keep the signature ``path -> Document``; the bound travels beside them, so
+    a reader that builds its text step by step stops at the first step past it instead
+    of building the whole text first.
+    """
+    token = _BOUND.set(bound)
+    try:
+        yield
+    finally:
+        _BOUND.reset(token)
+
+
+def check_text_length(length: int) -> None:
+    """Refuse the file if ``length`` characters of text pass the current bound (if any)."""
+    bound = _BOUND.get()
+    if bound is not None:
+        bound.check(length)

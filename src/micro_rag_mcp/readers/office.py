@@ -201,7 +201,10 @@ def _paragraph_text(paragraph: Any) -> str:
     parts: list[str] = []
     for el in paragraph.iter(_T, _TAB, _BR, _CR):
         if el.tag == _T:
+            # An entity reference is left unresolved: a child node, with the text after
+            # it as its tail.
             parts.append(el.text or "")
+            parts.extend(child.tail or "" for child in el)
         elif el.tag == _TAB:
             if el.getparent() is not None and el.getparent().tag != _TABS:  # not a tab stop
                 parts.append("\t")

@@ -16,7 +16,7 @@ from micro_rag_mcp.readers.document import (
     clean_title,
     normalize_text,
 )
-from micro_rag_mcp.readers.guards import Budget, short
+from micro_rag_mcp.readers.guards import Budget, check_text_length, short
 from micro_rag_mcp.readers.ocr import (
     FILE_BUDGET_S,
     INSTALL_HINT,
@@ -157,6 +157,7 @@ def _extract_pages(pdf: Any, path: Path, time_budget: float, max_pages: int) -> 
         count = max_pages
     budget = Budget(time_budget)
     texts: list[str] = []
+    length = 0
     for index in range(count):
         if index > 0 and budget.spent():
             logger.warning(
@@ -168,6 +169,8 @@ def _extract_pages(pdf: Any, path: Path, time_budget: float, max_pages: int) -> 
             )
             break
         texts.append(_page_text(pdf, index, path))
+        length += len(texts[-1]) + 2
+        check_text_length(length)  # pages drawing one shared content stream
     return texts
 
 

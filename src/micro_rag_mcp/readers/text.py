@@ -93,6 +93,8 @@ def decode_text_bytes(data: bytes) -> str:
         pass
     if _mostly_utf8(data[:_UTF8_SAMPLE_BYTES]):
         return data.decode("utf-8", errors="replace")
+    if _mostly_ascii(data[:_UTF8_SAMPLE_BYTES]):
+        return data.decode(_PREFERRED_LEGACY[0], errors="replace")
     detected = _detect_encoding(data)
     if detected is not None:
         return detected
@@ -104,6 +106,20 @@ def decode_text_bytes(data: bytes) -> str:
 
 
 _UTF8_SAMPLE_BYTES = 1024 * 1024
+_MOSTLY_ASCII = 0.01  # at most this fraction of bytes above 0x7F
+
+
+def _mostly_ascii(sample: bytes) -> bool:
+    """ASCII with a few stray high bytes: too few for a detector to tell the encoding.
+
+    Such a file reads the same in every ASCII-based encoding but for those bytes, and a
+    detector given so little evidence picked e.g. a Cyrillic code page for English text;
+    the likeliest legacy encoding (cp1252) is then the better guess.
+    """
+    high = len(sample) - len(sample.translate(None, bytes(range(0x80, 0x100))))
+    return high <= _MOSTLY_ASCII * len(sample)
+
+
 _NON_ASCII = re.compile("[^\x00-\x7f\ufffd]")
 
 

@@ -86,7 +86,7 @@ def add_html(
     """Add a page's blocks to ``builder``; return its ``<title>`` text."""
     from selectolax.lexbor import LexborHTMLParser
 
-    html = decode_html(data)
+    html = _without_dtd_subset(decode_html(data))
     if nesting_depth(html, MAX_HTML_DEPTH) > MAX_HTML_DEPTH:
         raise ReadError(f"refused: tags nested more than {MAX_HTML_DEPTH:,} deep")
     tree = LexborHTMLParser(html)
@@ -97,6 +97,20 @@ def add_html(
     return title
 
 
+# A DOCTYPE with an internal subset (``<!DOCTYPE html [<!ENTITY x "y">]>``): an HTML
+# parser ends it at the first ``>`` and keeps the rest (``]>``) as text. Only at the
+# start of the page, so one match attempt.
+_DTD_SUBSET = re.compile(
+    r"(\ufeff?\s*(?:<\?xml[^>]*>\s*)?)<!DOCTYPE[^\[>]*\[.*?\]\s*>", re.I | re.S
+)
+
+
+def _without_dtd_subset(html: str) -> str:
+    """The page with its DOCTYPE's internal subset left out (never resolved anyway)."""
+    match = _DTD_SUBSET.match(html)
+    return html if match is None else match.group(1) + html[match.end() :]
+
+
 _TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
 # Elements that never contain others, or that the parser closes when a sibling starts.
 _FLAT = _tags(
@@ -105,16 +119,29 @@ _FLAT = _tags(
 )
 
 
+_FOREIGN = frozenset({"svg", "math"})
+
+
 def nesting_depth(html: str, limit: int) -> int:
-    """How deep the page's tags nest, counted from its tags alone; stops past ``limit``."""
-    depth = deepest = 0
+    """How deep the page's tags nest, counted from its tags alone; stops past ``limit``.
+
+    Counted as the parser nests them: in HTML a slash does not close a non-void
+    element (``<div/>`` opens a ``div`` that the next one nests in); only inside
+    ``<svg>`` or ``<math>`` does ``<path/>`` close itself. One pass over the tags.
+    """
+    depth = deepest = foreign = 0
     for match in _TAG.finditer(html):
         closing, name, self_closing = match.groups()
-        if self_closing or name.lower() in _FLAT:
+        name = name.lower()
+        if name in _FLAT or (self_closing and foreign):
             continue
         if closing:
             depth = max(0, depth - 1)
+            if name in _FOREIGN:
+                foreign = max(0, foreign - 1)
             continue
+        if name in _FOREIGN and not self_closing:
+            foreign += 1
         depth += 1
         if depth > deepest:
             deepest = depth

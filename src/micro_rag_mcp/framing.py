@@ -1,0 +1,100 @@
+"""JSON-RPC lines on the stdio wire: which the server's relay passes on, which it answers.
+
+The MCP SDK's stdio transport (mcp 2.3) turns a line that does not parse as a JSON-RPC
+message into an exception item, which its dispatcher logs at debug level and drops: a
+client that sent malformed JSON, ``[]``, a batch, or a message with an id and nothing
+else gets no reply and waits on that id for ever. The id is gone by the time the SDK
+sees the failure, so no hook of the SDK could answer it. The relay in ``stdio.py`` reads
+every line first and answers these itself, as JSON-RPC 2.0 says: -32700 for a line that
+is not JSON, -32600 for JSON that is not a message, with the message's id if it has a
+usable one, else ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+SERVER_BUSY = -32000  # implementation-defined server error
+
+Kind = Literal["request", "cancel", "pass", "reply"]
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """What one line from the client is.
+
+    - ``request``: a request with ``id`` (key: ``key``); passed on, answered by the SDK.
+    - ``cancel``: ``notifications/cancelled`` for the request ``key``; passed on.
+    - ``pass``: any other message (a notification, a response); passed on.
+    - ``reply``: not a message; ``reply`` is the error line to send back instead.
+    """
+
+    kind: Kind
+    key: str = ""
+    reply: bytes = b""
+
+
+def id_key(value: Any) -> str:
+    """A request id as a key that matches however the SDK writes it back (``1`` or ``"1"``
+    are different ids; ``1`` and ``1.0`` are not sent by any client)."""
+    return json.dumps(value)
+
+
+def error_line(id_value: Any, code: int, message: str) -> bytes:
+    """A JSON-RPC error response, as one line."""
+    body = {"jsonrpc": "2.0", "id": id_value, "error": {"code": code, "message": message}}
+    return json.dumps(body).encode() + b"\n"
+
+
+def classify(line: bytes) -> Incoming:
+    """Sort one line (without its newline) sent by the client."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return Incoming("reply", reply=error_line(None, PARSE_ERROR, "parse error: not JSON"))
+    if isinstance(message, list):
+        reason = "invalid request: batches are not supported" if message else "empty batch"
+        return Incoming("reply", reply=error_line(None, INVALID_REQUEST, reason))
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        reason = "invalid request: not a JSON-RPC 2.0 message"
+        return Incoming("reply", reply=error_line(_usable_id(message), INVALID_REQUEST, reason))
+    method = message.get("method")
+    has_id = "id" in message
+    if isinstance(method, str):
+        if has_id:
+            if _usable_id(message) is None:
+                reason = "invalid request: the id must be a string or an integer"
+                return Incoming("reply", reply=error_line(None, INVALID_REQUEST, reason))
+            return Incoming("request", key=id_key(message["id"]))
+        if method == "notifications/cancelled":
+            params = message.get("params")
+            if isinstance(params, dict) and "requestId" in params:
+                return Incoming("cancel", key=id_key(params["requestId"]))
+        return Incoming("pass")
+    if has_id and ("result" in message or "error" in message):
+        return Incoming("pass")  # the client's answer to a request of the server's
+    reason = "invalid request: no method, and not a response"
+    return Incoming("reply", reply=error_line(_usable_id(message), INVALID_REQUEST, reason))
+
+
+def answered(line: bytes) -> str | None:
+    """The key of the request a line from the server answers, if it is a response."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and "method" not in message and "id" in message:
+        return id_key(message["id"])
+    return None
+
+
+def _usable_id(message: object) -> Any:
+    if isinstance(message, dict):
+        value = message.get("id")
+        if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+    return None

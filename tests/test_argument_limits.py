@@ -1,0 +1,96 @@
+"""Every string a tool or the CLI takes has a length limit, refused in one sentence."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio.from_thread
+import pytest
+from mcp import Client
+
+from micro_rag_mcp.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS
+from micro_rag_mcp.cli import main as cli_main
+from micro_rag_mcp.server import build_server
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+
+Portal = anyio.from_thread.BlockingPortal
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Portal, Client]]:
+    data = tmp_path_factory.mktemp("limits")
+    (data / "note.txt").write_text("herons argue about tea")
+    server = build_server(make_settings(data), FakeEmbedder)
+    with contextlib.ExitStack() as stack:
+        portal = stack.enter_context(anyio.from_thread.start_blocking_portal())
+        yield portal, stack.enter_context(portal.wrap_async_context_manager(Client(server)))
+
+
+def error_of(client: tuple[Portal, Client], tool: str, args: dict[str, Any]) -> str:
+    portal, c = client
+    result = portal.call(c.call_tool, tool, args)
+    assert result.is_error
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("tool", "name", "limit", "extra"),
+    [
+        ("search", "query", MAX_QUERY_CHARS, {}),
+        ("reindex", "path_glob", MAX_GLOB_CHARS, {}),
+        ("read", "path", MAX_PATH_CHARS, {}),
+    ],
+)
+def test_a_string_over_its_limit_is_refused_naming_the_limit(
+    client: tuple[Portal, Client], tool: str, name: str, limit: int, extra: dict[str, Any]
+) -> None:
+    length = 5_000_000
+    message = error_of(client, tool, {name: "a" * length, **extra})
+    assert message == (
+        f"Error executing tool {tool}: {name} must be at most {limit:,} characters (got {length:,})"
+    )
+
+
+def test_a_query_at_its_limit_is_answered(client: tuple[Portal, Client]) -> None:
+    portal, c = client
+    result = portal.call(c.call_tool, "search", {"query": "tea " * (MAX_QUERY_CHARS // 4)})
+    assert not result.is_error
+
+
+def test_an_unknown_argument_with_a_huge_value_is_refused_briefly(
+    client: tuple[Portal, Client],
+) -> None:
+    message = error_of(client, "search", {"query": "tea", "x" * 100: "y" * 1_000_000})
+    assert "unknown argument" in message and len(message) < 400
+
+
+@pytest.mark.parametrize(
+    ("argv", "limit"),
+    [
+        (["search", "FOLDER", "q" * 3_000], MAX_QUERY_CHARS),
+        (["index", "FOLDER", "--glob", "g" * 5_000], MAX_GLOB_CHARS),
+        (["read", "FOLDER", "p" * 5_000], MAX_PATH_CHARS),
+    ],
+)
+def test_the_cli_refuses_a_string_over_its_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], limit: int
+) -> None:
+    argv = [str(tmp_path) if a == "FOLDER" else a for a in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"must be at most {limit:,} characters (got " in err
+    assert len(err) < 300
+
+
+def test_the_cli_says_how_to_read_a_name_that_starts_with_a_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["read", str(tmp_path), "-leading-dash.txt"])
+    assert "put -- before a name that starts with '-'" in capsys.readouterr().err

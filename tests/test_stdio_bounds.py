@@ -1,0 +1,128 @@
+"""The stdio wire: protocol errors answered, a client that stops reading bounded.
+
+A real server process, raw lines on its pipes. Times are deadlines to poll against,
+never measured speeds.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
+from tests.stdiokit import RawServer, search_call
+
+MIB = 1024 * 1024
+EXIT_DEADLINE_S = 60.0  # what the README promises after end-of-file or a signal
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """Enough passages on one word that a search with top_k 50 returns 50 (~40 KB)."""
+    data = tmp_path / "docs"
+    data.mkdir()
+    for i in range(60):
+        paragraphs = [
+            f"Heron survey {i}.{p}: the herons nested by the reeds again. " * 12 for p in range(3)
+        ]
+        (data / f"survey{i:02d}.txt").write_text("\n\n".join(paragraphs))
+    return data
+
+
+@pytest.fixture
+def server(corpus: Path) -> Iterator[RawServer]:
+    s = RawServer(corpus)
+    yield s
+    s.kill()
+
+
+def test_lines_the_sdk_would_drop_get_json_rpc_errors(server: RawServer) -> None:
+    server.start_reading()
+    server.send(b"{not json", b"[]", b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]')
+    server.send(b'{"jsonrpc": "2.0", "id": 7}', b"42")
+    replies = [server.reply() for _ in range(5)]
+    assert [(r["id"], r["error"]["code"]) for r in replies] == [
+        (None, -32700),
+        (None, -32600),
+        (None, -32600),
+        (7, -32600),
+        (None, -32600),
+    ]
+    assert "batches are not supported" in replies[2]["error"]["message"]
+    server.initialize()  # the connection still works
+    assert server.reply()["id"] == "init"
+
+
+def test_a_message_over_the_size_limit_is_refused_and_the_next_one_answered(
+    server: RawServer,
+) -> None:
+    server.start_reading()
+    huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "'
+    server.send(huge + b"a" * (MAX_MESSAGE_BYTES + MIB) + b'"}}')
+    server.initialize()
+    refused, answered = server.reply(), server.reply()
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert f"longer than {MAX_MESSAGE_BYTES:,} bytes" in refused["error"]["message"]
+    assert answered["id"] == "init" and "result" in answered
+
+
+def flood(server: RawServer, requests: int, *, close: bool = True) -> threading.Thread:
+    """Send ``requests`` searches from a thread (the pipe blocks once the server stops
+    reading); then close stdin if ``close``."""
+
+    def send() -> None:
+        try:
+            for i in range(requests):
+                server.send(search_call(i, "herons nested reeds"))
+            assert server.proc.stdin is not None
+            if close:
+                server.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass  # the server ended its input first
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_client_that_never_reads_cannot_hold_the_server_after_end_of_file(
+    server: RawServer,
+) -> None:
+    server.wait_searchable("herons")
+    flood(server, 300)  # ~12 MB of answers, never read
+    code = server.exited_within(EXIT_DEADLINE_S)
+    assert code == 0, "".join(server.log[-20:])
+
+
+def test_sigterm_ends_a_server_whose_client_stopped_reading(server: RawServer) -> None:
+    server.wait_searchable("herons")  # serving: signals now stop it cleanly
+    for i in range(300):
+        server.send(search_call(i, "herons nested reeds"))
+    server.proc.send_signal(signal.SIGTERM)
+    code = server.exited_within(EXIT_DEADLINE_S + END_GRACE_S)
+    assert code == 0, "".join(server.log[-20:])
+
+
+def test_a_flood_is_answered_busy_past_the_limit_and_memory_stays_flat(
+    server: RawServer,
+) -> None:
+    server.wait_searchable("herons", idle=True)  # the model's memory is in "before"
+    server.start_reading()
+    server.send(search_call(-1, "herons"))
+    assert len(str(server.reply())) > 20_000  # a big answer: 50 passages
+    before = server.peak_rss_bytes()
+    requests = 1_000
+    thread = flood(server, requests, close=False)
+    replies = [server.reply(timeout=120) for _ in range(requests)]
+    thread.join(60)
+    busy = [r for r in replies if r.get("error", {}).get("code") == -32000]
+    answered = [r for r in replies if "result" in r]
+    assert sorted(r["id"] for r in replies) == list(range(requests))  # each id once
+    assert busy and answered
+    assert f"{MAX_IN_FLIGHT} requests are being answered" in busy[0]["error"]["message"]
+    # 1,000 answers of ~40 KB held at once would be 40 MB and more.
+    assert server.peak_rss_bytes() - before < 30 * MIB

@@ -146,6 +146,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 0.2).",
     )  # fmt: skip
     search.add_argument(
+        "--path-glob", action="append", metavar="GLOB",
+        help="Only files matching GLOB, relative to FOLDER (reindex's syntax); repeat for any "
+        "of several.",
+    )  # fmt: skip
+    search.add_argument(
+        "--modified-after", metavar="WHEN",
+        help="Only files modified at or after WHEN, an ISO 8601 date or date-time (UTC "
+        "unless it names an offset).",
+    )  # fmt: skip
+    search.add_argument(
+        "--modified-before", metavar="WHEN", help="Only files modified before WHEN."
+    )
+    search.add_argument(
+        "--file-types", metavar="LIST",
+        help="Only these comma-separated suffixes or groups ('docs', 'code'), e.g. pdf,md.",
+    )  # fmt: skip
+    search.add_argument(
         "--json", action="store_true", help="Print the MCP search tool's result as JSON."
     )
 

@@ -42,6 +42,7 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
+from micro_rag_mcp.scope import Resolved, SearchScope, resolve
 from micro_rag_mcp.search import SearchParams, VectorSide, search_beside
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
@@ -213,8 +214,15 @@ class Engine:
 
     # -- search ----------------------------------------------------------------------
 
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome:
-        """The best passages for the query, with the index's state and any notices.
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        """The best passages for the query (from the files of ``scope``, if given), with
+        the index's state and any notices.
 
         The query's embedding and the vector channel run in a thread of their own while
         this one runs the keyword channel and counts the catalog: at a million chunks each
@@ -232,15 +240,29 @@ class Engine:
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
                 return SearchOutcome([], state, notices)
-            hits, state = self._search_in(catalog, query, top_k, score_threshold, notices)
+            within = resolve(catalog, scope) if scope is not None else None
+            if within is not None and within.empty:
+                notices.append(within.notice())
+                hits: list[Hit] = []
+                state = self._state(catalog)
+            else:
+                hits, state = self._search_in(
+                    catalog, query, top_k, score_threshold, notices, within
+                )
         notices.extend(state_notices(state))
         return SearchOutcome(hits, state, notices)
 
     def _search_in(
-        self, catalog: Catalog, query: str, top_k: int, score_threshold: float, notices: list[str]
+        self,
+        catalog: Catalog,
+        query: str,
+        top_k: int,
+        score_threshold: float,
+        notices: list[str],
+        within: Resolved | None = None,
     ) -> tuple[list[Hit], IndexState]:
         try:
-            pending = self._beside(self._vector_side, query, reader_meta(catalog))
+            pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
                 stats = self._stats.get(catalog)
                 hits = search_beside(
@@ -250,6 +272,7 @@ class Engine:
                     top_k=top_k,
                     score_threshold=score_threshold,
                     params=self.params,
+                    files=within.file_ids if within is not None else None,
                 )
             finally:
                 # Even after a failure here: no model call may outlive the search (a process
@@ -263,7 +286,7 @@ class Engine:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 
     def _vector_side(
-        self, query: str, meta: tuple[str | None, str | None]
+        self, query: str, meta: tuple[str | None, str | None], within: Resolved | None = None
     ) -> tuple[Embedder | None, VectorSide | None]:
         """The model (waiting for it as long as a search may), and the vector channel's
         part of the search if the model and the vectors are there."""
@@ -274,7 +297,8 @@ class Engine:
         store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
         if store is None:
             return embedder, None
-        hits = store.search(query_vector, self.params.depth)
+        ids = within.chunk_ids if within is not None else None
+        hits = store.search(query_vector, self.params.depth, ids)
         return embedder, VectorSide(store, query_vector, hits)
 
     def _beside(self, fn: Callable[..., _T], *args: object) -> Future[_T]:

@@ -50,6 +50,7 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob
+from micro_rag_mcp.scope import SearchScope
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.store import StoreConfig
@@ -201,7 +202,18 @@ class MilvusEngine:
 
     # -- search ----------------------------------------------------------------------
 
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome:
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        if scope is not None:
+            raise InvalidArgument(
+                "path_glob, modified_after, modified_before and file_types are not supported "
+                "on a Milvus store (--store); search without them"
+            )
         notices: list[str] = []
         embedder = self._model.get(self.settings.model_wait_s)
         query_vector: npt.NDArray[np.float32] | None = None

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from micro_rag_mcp.embedder import Embedder
+    from micro_rag_mcp.scope import SearchScope
     from micro_rag_mcp.search import SearchParams
     from micro_rag_mcp.settings import Settings
 
@@ -44,7 +45,13 @@ class Store(Protocol):
     def start(self) -> None: ...
     def stop(self, timeout: float = 60.0) -> None: ...
     def load_model(self, timeout: float = 300.0) -> None: ...
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome: ...
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome: ...
     def reindex(
         self,
         *,

@@ -17,7 +17,13 @@ import sys
 from collections.abc import Callable, Sequence
 
 from micro_rag_mcp import __version__
-from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
+from micro_rag_mcp.errors import (
+    ConfigError,
+    InvalidArgument,
+    MicroRagError,
+    NotIndexed,
+    PassageGone,
+)
 from micro_rag_mcp.main import OneLineParser, add_store_arguments
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.settings import (
@@ -189,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--end", type=_at_least(1), metavar="N", help="Offset to stop before.")
     read.add_argument("--page", type=_at_least(1), metavar="N", help="A page of a PDF.")
     read.add_argument(
+        "--anchor", metavar="ANCHOR", help="A search result's anchor: find its passage again."
+    )
+    read.add_argument(
         "--max-chars", type=_between(1, MAX_CHARS, int), default=DEFAULT_MAX_CHARS, metavar="N",
         help=f"At most this many characters, 1-{MAX_CHARS} (default: {DEFAULT_MAX_CHARS}).",
     )  # fmt: skip
@@ -221,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = f"micro-rag {args.command}"
     try:
         return COMMANDS[args.command](args, Screens())
-    except (ConfigError, InvalidArgument, NotIndexed) as e:
+    except (ConfigError, InvalidArgument, NotIndexed, PassageGone) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except MicroRagError as e:

@@ -341,6 +341,7 @@ def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
         char_end=args.end,
         page=args.page,
         max_chars=args.max_chars,
+        anchor=args.anchor,
     )
     if args.json:
         screens.json(wire(read_result(passage)))

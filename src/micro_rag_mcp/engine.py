@@ -337,8 +337,10 @@ class Engine:
         char_end: int | None = None,
         page: int | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
     ) -> TextPassage:
-        """The indexed text of one file, or a range or page of it (see ``reading``)."""
+        """The indexed text of one file, a range or page of it, or an anchor's passage
+        (see ``reading``)."""
         indexing = self._writer.running or lock_is_held(self.paths.lock)
         try:
             catalog = Catalog.open_reader(self.paths.catalog)
@@ -357,6 +359,7 @@ class Engine:
                 page=page,
                 max_chars=max_chars,
                 indexing=indexing,
+                anchor=anchor,
             )
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e

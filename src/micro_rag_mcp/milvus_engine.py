@@ -269,6 +269,7 @@ class MilvusEngine:
         char_end: int | None = None,
         page: int | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
     ) -> TextPassage:
         """The stored text of one file: the store alone, no copy of the folder needed."""
         if not self.index.exists():
@@ -282,6 +283,7 @@ class MilvusEngine:
             page=page,
             max_chars=max_chars,
             indexing=self._busy.locked(),
+            anchor=anchor,
         )
 
     # -- state -----------------------------------------------------------------------

@@ -102,6 +102,8 @@ class TextPassage:
     line_start: int | None  # lines of the text (text files, DOCX)
     line_end: int | None
     notices: list[str] = field(default_factory=list)
+    changed: bool | None = None  # read by anchor: the passage was edited since
+    similarity: float | None = None  # read by anchor: how much of it is left in place
 
 
 @dataclass(frozen=True, slots=True)

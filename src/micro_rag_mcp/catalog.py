@@ -329,6 +329,16 @@ class Catalog:
         )
         return [int(r[0]) for r in rows]
 
+    def indexed_files(self, prefix: str, after: str, limit: int) -> list[tuple[Any, ...]]:
+        """Path, suffix, size, mtime_ns and indexed_at of up to ``limit`` files indexed
+        without failure whose path starts with ``prefix`` and sorts after ``after``."""
+        rows = self._conn.execute(
+            "SELECT path, ext, size, mtime_ns, indexed_at FROM files WHERE status = 'ok'"
+            " AND path > ? AND path >= ? AND path < ? ORDER BY path LIMIT ?",
+            (after, prefix, prefix + "\U0010ffff", limit),
+        )
+        return list(rows)
+
     def stamps(self) -> dict[str, tuple[int, int]]:
         """Each file's recorded (size, mtime_ns): all a no-change reindex needs to know."""
         rows = self._conn.execute("SELECT path, size, mtime_ns FROM files")

@@ -26,6 +26,7 @@ from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.listing import CatalogListing
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
@@ -369,6 +370,10 @@ class Engine:
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
         return summarize(self.paths)
+
+    def listing(self) -> CatalogListing:
+        """The indexed files, for a client to page through and follow."""
+        return CatalogListing(self.paths.catalog)
 
     def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
         """Flag the hits whose file changed since it was indexed, and queue those files."""

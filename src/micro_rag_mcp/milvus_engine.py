@@ -31,6 +31,7 @@ from micro_rag_mcp.errors import (
 )
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_keywords import KeywordStats
+from micro_rag_mcp.milvus_listing import MilvusListing
 from micro_rag_mcp.milvus_rows import WRITING, stored_chunk
 from micro_rag_mcp.milvus_search import store_search
 from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
@@ -285,6 +286,10 @@ class MilvusEngine:
             indexing=self._busy.locked(),
             anchor=anchor,
         )
+
+    def listing(self) -> MilvusListing:
+        """The stored files, for a client to page through and follow."""
+        return MilvusListing(self.index)
 
     # -- state -----------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import ToolAnnotations
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from micro_rag_mcp import __version__
@@ -30,6 +31,7 @@ from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
+from micro_rag_mcp.resources import Documents, with_links
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.scope import parse_scope
 from micro_rag_mcp.settings import Settings
@@ -184,12 +186,16 @@ def build_server(
     """The MCP server for one folder (or the shared ``store``, indexing ``folder`` if
     given); nothing starts until a client connects."""
 
+    bus = InMemorySubscriptionBus()
+    documents = Documents(bus)
+
     @asynccontextmanager
     async def lifespan(_: MCPServer[Store]) -> AsyncIterator[Store]:
         engine = open_store(settings, load_embedder, store, folder=folder)
         engine.start()
         try:
-            yield engine
+            async with documents.serving(engine):
+                yield engine
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(engine.stop)
@@ -215,7 +221,7 @@ def build_server(
             list[str] | None,
             Field(description="Only these suffixes or groups, e.g. ['pdf', 'code']."),
         ] = None,
-    ) -> SearchResult:
+    ) -> Annotated[CallToolResult, SearchResult]:
         if not query.strip():
             raise ToolError(f"query must contain some text (got {shown(query)})")
         engine = ctx.request_context.lifespan_context
@@ -226,7 +232,7 @@ def build_server(
             )
         except Exception as e:
             raise _tool_error(e) from e
-        return search_result(outcome)
+        return with_links(search_result(outcome))
 
     async def reindex(
         ctx: Context[Store],
@@ -321,10 +327,13 @@ def build_server(
             ),
         ),
     ]
-    return MCPServer(
+    server = MCPServer(
         name=settings.title,
         instructions=settings.instructions,
         version=__version__,
         lifespan=lifespan,
         tools=tools,
+        subscriptions=bus,
     )
+    documents.install(server)
+    return server

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from micro_rag_mcp.embedder import Embedder
+    from micro_rag_mcp.listing import FileListing
     from micro_rag_mcp.scope import SearchScope
     from micro_rag_mcp.search import SearchParams
     from micro_rag_mcp.settings import Settings
@@ -71,6 +72,7 @@ class Store(Protocol):
     ) -> TextPassage: ...
     def state(self) -> IndexState: ...
     def status(self) -> IndexSummary: ...
+    def listing(self) -> FileListing: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from micro_rag_mcp.errors import PassageGone  # noqa: E402
 from micro_rag_mcp.indexer import sync_files  # noqa: E402
 from micro_rag_mcp.layout import IndexPaths  # noqa: E402
 from micro_rag_mcp.readers import read_document  # noqa: E402
-from micro_rag_mcp.reading import MAX_CHARS, read_indexed  # noqa: E402
+from micro_rag_mcp.reading import MAX_CHARS, read_indexed, with_context  # noqa: E402
 from micro_rag_mcp.search import SearchParams, hybrid_search  # noqa: E402
 from micro_rag_mcp.settings import Settings  # noqa: E402
 
@@ -75,13 +75,14 @@ def index(catalog: Catalog, settings: Settings) -> None:
 def hits(catalog: Catalog, queries: list[str], wanted: int, only: str | None) -> list[Cited]:
     found: dict[tuple[str, int], Cited] = {}
     for query in queries:
-        for h in hybrid_search(
+        ranked = hybrid_search(
             catalog, None, query, None, top_k=10, score_threshold=0.0, params=KEYWORD
-        ):
+        )
+        for h in with_context(catalog, ranked):  # as the engine hands hits to the tool
             c = h.chunk
-            if (only is None) != (c.path == only) or len(_WORD.findall(c.text)) < 12:
+            if (only is not None and c.path != only) or len(_WORD.findall(c.text)) < 12:
                 continue
-            anchor = make_anchor(c.text, c.char_start)
+            anchor = make_anchor(c.text, c.char_start, *h.context)
             found.setdefault(
                 (c.path, c.chunk_index), Cited(c.path, c.text, c.char_start, c.char_end, anchor)
             )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from micro_rag_mcp.anchors import SIMILAR, locate, make_anchor, parse_anchor
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, PassageGone
+from micro_rag_mcp.tool_results import search_result
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 
@@ -115,3 +116,18 @@ def test_an_unchanged_passage_is_found_at_its_new_offsets(
     assert found is not None and not found.changed
     assert new[found.char_start : found.char_end] == passage
     assert locate(document(before + after), anchor) is None
+
+
+def test_a_deleted_passage_is_gone_even_beside_a_near_copy(engine: Engine, data: Path) -> None:
+    original = paragraph(7)
+    near_copy = original.replace("party49", "party50")
+    body = document(list(range(20))).replace(original, original + "\n\n" + document([40, 41]))
+    body += "\n" + near_copy + "\n" + document(list(range(60, 70)))
+    (data / "c.txt").write_text(body)
+    engine.reindex()
+    hit = search_result(engine.search("party49 term21", 1, 0.0)).results[0]
+    assert "party49" in hit.snippet
+    (data / "c.txt").write_text(body.replace(hit.snippet, "", 1))
+    engine.reindex()
+    with pytest.raises(PassageGone):
+        engine.read(hit.path, anchor=hit.anchor)

@@ -37,7 +37,9 @@ PHRASE = 4  # words in a sample phrase
 SAMPLES = 12
 SIMILAR = 0.5  # share of the samples an edited passage must keep, in place
 CANDIDATES = 64  # starts (by their votes) looked at
-_HEAD = struct.Struct(">BHBBI8s")  # version, words, lead chars, tail chars, old start, digest
+CONTEXT = 8  # words of the neighbouring phrase kept on either side
+ADJACENT = 3  # neighbours at most this many words apart stand side by side
+_HEAD = struct.Struct(">BBHBBI8s")  # version, flags, words, lead, tail, old start, digest
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # A word: a run of word characters, except that each CJK character is a word of its own.
 _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
@@ -51,6 +53,8 @@ class Anchor:
     start: int  # the passage's offset when the anchor was made (a tie breaker)
     digest: bytes
     samples: tuple[int, ...]
+    before: int | None = None  # hash of the phrase that stood just before the passage
+    after: int | None = None  # and just after it
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +87,9 @@ def sample_offsets(words: int) -> list[int]:
     return [round(i * last / (SAMPLES - 1)) for i in range(SAMPLES)]
 
 
-def make_anchor(text: str, char_start: int) -> str:
-    """The anchor of the passage ``text``, which starts at ``char_start`` in its file."""
+def make_anchor(text: str, char_start: int, before: str = "", after: str = "") -> str:
+    """The anchor of the passage ``text``, which starts at ``char_start`` in its file;
+    ``before`` and ``after`` are the file's text around it (empty: not known)."""
     found = _words(text)
     if len(found) > 4:  # the edges may be parts of words: keep them out
         found = found[1:-1]
@@ -92,11 +97,24 @@ def make_anchor(text: str, char_start: int) -> str:
     found = found[: len(words)]
     lead = min(found[0].start(), 255) if found else 0
     tail = min(len(text) - found[-1].end(), 255) if found else 0
-    head = _HEAD.pack(VERSION, len(words), lead, tail, min(char_start, 0xFFFFFFFF), _digest(words))
+    flags, context = 0, b""
+    for bit, side in (
+        (1, _folded(before)[-CONTEXT - 1 : -1]),
+        (2, _folded(after)[1 : CONTEXT + 1]),
+    ):
+        if len(side) == CONTEXT:
+            flags |= bit
+        context += (_phrase_hash(side) if len(side) == CONTEXT else 0).to_bytes(3, "big")
+    start = min(char_start, 0xFFFFFFFF)
+    head = _HEAD.pack(VERSION, flags, len(words), lead, tail, start, _digest(words))
     samples = b"".join(
         _phrase_hash(words[o : o + PHRASE]).to_bytes(3, "big") for o in sample_offsets(len(words))
     )
-    return base64.urlsafe_b64encode(head + samples).decode("ascii").rstrip("=")
+    return base64.urlsafe_b64encode(head + samples + context).decode("ascii").rstrip("=")
+
+
+def _folded(text: str) -> list[str]:
+    return [m.group().casefold() for m in _words(text)]
 
 
 def parse_anchor(anchor: str) -> Anchor:
@@ -106,12 +124,14 @@ def parse_anchor(anchor: str) -> Anchor:
         raw = base64.urlsafe_b64decode(anchor + "=" * (-len(anchor) % 4))
     except (binascii.Error, ValueError):
         raise InvalidArgument(wrong) from None
-    if len(raw) != _HEAD.size + 3 * SAMPLES or raw[0] != VERSION:
+    if len(raw) != _HEAD.size + 3 * (SAMPLES + 2) or raw[0] != VERSION:
         raise InvalidArgument(wrong)
-    _, words, lead, tail, start, digest = _HEAD.unpack_from(raw)
+    _, flags, words, lead, tail, start, digest = _HEAD.unpack_from(raw)
     body = raw[_HEAD.size :]
-    samples = tuple(int.from_bytes(body[i : i + 3], "big") for i in range(0, len(body), 3))
-    return Anchor(words, lead, tail, start, digest, samples)
+    hashes = [int.from_bytes(body[i : i + 3], "big") for i in range(0, len(body), 3)]
+    before = hashes[SAMPLES] if flags & 1 else None
+    after = hashes[SAMPLES + 1] if flags & 2 else None
+    return Anchor(words, lead, tail, start, digest, tuple(hashes[:SAMPLES]), before, after)
 
 
 def locate(text: str, anchor: Anchor) -> Found | None:
@@ -140,7 +160,42 @@ def locate(text: str, anchor: Anchor) -> Found | None:
         s = min(exact, key=lambda s: abs(matches[s].start() - anchor.start))
         end = matches[s + anchor.words - 1].end()
         return _span(text, matches[s].start(), end, anchor, changed=False, similarity=1.0)
+    regions = _between_neighbours(words, anchor)
+    if regions is None:  # cut out, or everything around it rewritten: not the same passage
+        return None
+    if regions:  # only the samples found where its neighbours say it can be
+        offsets = sample_offsets(anchor.words)
+        places = {
+            i: [q for q in qs if any(a <= q < b for a, b in regions)] for i, qs in places.items()
+        }
+        starts = Counter(q - offsets[i] for i, qs in places.items() for q in qs)
     return _closest(text, matches, anchor, places, starts)
+
+
+def _between_neighbours(words: list[str], anchor: Anchor) -> list[tuple[int, int]] | None:
+    """Where the passage can be, by the phrases that stood just before and after it: word
+    ranges (empty: anywhere, the anchor knows no neighbour), or None when it cannot be
+    there: its two neighbours now stand side by side, or none of them is left."""
+    before = _found_at(words, anchor.before)
+    after = _found_at(words, anchor.after)
+    reach = anchor.words + max(8, anchor.words // 2)
+    if any(0 <= a - (b + CONTEXT) <= ADJACENT for b in before for a in after):
+        return None
+    if (anchor.before is not None or anchor.after is not None) and not before and not after:
+        return None
+    regions = [(b + CONTEXT, a) for b in before for a in after if 0 < a - b - CONTEXT <= reach]
+    if not regions:
+        regions = [(b + CONTEXT, b + CONTEXT + reach) for b in before]
+        regions += [(max(0, a - reach), a) for a in after]
+    return regions
+
+
+def _found_at(words: list[str], phrase: int | None) -> list[int]:
+    if phrase is None:
+        return []
+    return [
+        q for q in range(len(words) - CONTEXT + 1) if _phrase_hash(words[q : q + CONTEXT]) == phrase
+    ]
 
 
 def _closest(

@@ -30,7 +30,7 @@ from micro_rag_mcp.listing import CatalogListing
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
-from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
+from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.results import (
     Hit,
     IndexState,
@@ -281,7 +281,7 @@ class Engine:
                 wait([pending])
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
-            hits = self._mark_stale(hits, notices)
+            hits = with_context(catalog, self._mark_stale(hits, notices))
             return hits, self._state(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e

@@ -16,6 +16,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,11 +24,12 @@ from micro_rag_mcp.anchors import SIMILAR, Anchor, Found, locate, parse_anchor
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.errors import InvalidArgument, NotIndexed, PassageGone
-from micro_rag_mcp.results import TextPassage
+from micro_rag_mcp.results import Hit, TextPassage
 
 DEFAULT_MAX_CHARS = 8000
 MAX_CHARS = 50_000
 _RUNS_NAMED = 5  # runs of unknown whitespace named in a notice
+CONTEXT_CHARS = 160  # text kept on either side of a hit, for its anchor's neighbours
 
 
 class IndexedText(Protocol):
@@ -111,6 +113,18 @@ def _find(catalog: IndexedText, rel: str, total: int, wanted: Anchor) -> Found:
             f"{SIMILAR:.0%} of it is left in place; search again for what it said"
         )
     return found
+
+
+def with_context(catalog: IndexedText, hits: list[Hit], width: int = CONTEXT_CHARS) -> list[Hit]:
+    """The hits with the text that stands just before and after each (for its anchor)."""
+    out = []
+    for hit in hits:
+        c = hit.chunk
+        low, high = max(0, c.char_start - width), c.char_end + width
+        text, _, _ = stitch(catalog.file_chunks(c.path, low, high), low, high)
+        context = (text[: c.char_start - low], text[c.char_end - low :])
+        out.append(replace(hit, context=context))
+    return out
 
 
 def catalog_path(path: str, data_folder: Path | None) -> str:

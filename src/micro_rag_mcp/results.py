@@ -33,6 +33,7 @@ class Hit:
     fused: float
     channels: tuple[str, ...]
     stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
+    context: tuple[str, str] = ("", "")  # the file's text just before and after (anchors)
 
 
 class ModelState(enum.StrEnum):

@@ -163,7 +163,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         section=c.section,
         locator=c.locator,
         stale=hit.stale,
-        anchor=make_anchor(c.text, c.char_start),
+        anchor=make_anchor(c.text, c.char_start, *hit.context),
         resource=resource_uri(c.path),
     )
 

@@ -176,8 +176,11 @@ def _remove_passage(paragraphs: list[object], c: Cited) -> None:
     core = " ".join(_WORD.findall(c.text))
     for p in paragraphs:
         words = " ".join(_WORD.findall(p.text))  # type: ignore[attr-defined]
+        parent = p._element.getparent()  # type: ignore[attr-defined]
+        if parent is None:  # removed already, for an overlapping passage
+            continue
         if words and words in core:
-            p._element.getparent().remove(p._element)  # type: ignore[attr-defined]
+            parent.remove(p._element)  # type: ignore[attr-defined]
         elif words:
             for piece in (c.text[:120], c.text[-120:]):
                 inner = piece.strip()

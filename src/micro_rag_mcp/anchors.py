@@ -2,20 +2,25 @@
 
 A passage's offsets point elsewhere after one edit above it, and its chunk id is gone
 after a reindex; its words are not. An anchor keeps a digest of the passage's words
-(case-folded, punctuation and whitespace left out) and twelve sample phrases of four
-words at fixed places in it, each as a 24-bit CRC. To resolve it, every four-word phrase
-of the file's text as indexed now is hashed once; each sample found votes for where the
-passage would start. A start whose words have the digest is the passage itself, moved
-(``changed`` false). Otherwise the start where most samples lie in their order, within a
-quarter of the passage's length of their places, is the passage as edited, if at least
-``SIMILAR`` of the samples are there (``changed`` true, ``similarity`` the share found).
-Below that, the passage is no longer in the file.
+(case-folded, punctuation and whitespace left out), twelve sample phrases of four words
+at fixed places in it, and the eight-word phrases that stood just before and after it,
+each phrase as a 24-bit CRC. To resolve it, the four-word phrases of the file's text as
+indexed now are hashed; each sample found votes for where the passage would start.
 
-Twelve phrases of four words: a random four-word phrase of a filing repeats elsewhere
-in the same filing now and then, twelve in their order by chance never did on the dev
-sets (docs/benchmarks.md). The passage's first and last word are left out of the digest,
-since a chunk may start or end inside a word; the characters they took are kept as
-counts, so the passage's own offsets come back exactly when it is unchanged.
+* A start whose words have the digest is the passage itself, moved (``changed`` false).
+* Otherwise the passage is looked for where its neighbours say it can be: between them,
+  or after the one before, or before the one after. If the two now stand side by side,
+  the passage was cut out; if neither is left, everything around it was rewritten: in
+  both cases it is gone, even where a near copy stands elsewhere (a filing repeats its
+  certifications and award terms almost word for word).
+* There, the start where most samples lie in their order, within a quarter of the
+  passage's length of their places, is the passage as edited, if at least ``SIMILAR``
+  of the samples are there (``changed`` true, ``similarity`` the share found). Below
+  that, the passage is no longer in the file.
+
+The passage's first and last word are left out of the digest, since a chunk may start
+or end inside a word; the characters they took are kept as counts, so the passage's own
+offsets come back exactly when it is unchanged. Measured in docs/benchmarks.md.
 """
 
 from __future__ import annotations

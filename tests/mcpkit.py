@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from micro_rag_mcp.server import build_server
 from tests.conftest import make_settings
@@ -37,3 +39,11 @@ async def idle(client: Client, timeout: float = 30.0) -> dict[str, Any]:
             return index  # type: ignore[no-any-return]
         assert time.monotonic() < deadline, f"index never became idle: {index}"
         await anyio.sleep(0.05)
+
+
+def stdio_params(data: Path, *extra: str) -> StdioServerParameters:
+    """The real server (``python -m micro_rag_mcp``) on ``data``, as a subprocess."""
+    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs", "--inst", "x"]
+    return StdioServerParameters(
+        command=sys.executable, args=[*args, *extra], env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )

@@ -5,29 +5,20 @@ the moment it arrives gives the new text (or says the file is gone)."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from micro_rag_mcp.resource_uri import resource_uri
-from tests.mcpkit import idle, run_client
+from tests.mcpkit import idle, run_client, stdio_params
 
 DEADLINE_S = 60.0
-
-
-def _params(data: Path, *extra: str) -> StdioServerParameters:
-    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs", "--inst", "x"]
-    return StdioServerParameters(
-        command=sys.executable, args=[*args, *extra], env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
 
 
 def _three(data: Path) -> dict[str, str]:
@@ -78,7 +69,7 @@ def test_subscribers_hear_of_an_edit_a_delete_and_a_rename_with_watching_on(
     uris = _three(data)
 
     async def main() -> list[tuple[Any, str]]:
-        async with Client(_params(data)) as client:
+        async with Client(stdio_params(data)) as client:
             await idle(client, DEADLINE_S)
             subscribed = [uris["edited.md"], uris["deleted.md"], uris["renamed.md"]]
             async with client.listen(
@@ -110,7 +101,7 @@ def test_with_no_watch_only_a_reindex_brings_notifications(tmp_path: Path) -> No
     uris = _three(data)
 
     async def main() -> tuple[dict[str, str], list[str]]:
-        async with Client(_params(data, "--no-watch")) as client:
+        async with Client(stdio_params(data, "--no-watch")) as client:
             await idle(client, DEADLINE_S)
             async with client.listen(resource_subscriptions=[uris["edited.md"]]) as events:
                 (data / "edited.md").write_text("# Edited\n\nThe second version of this note.\n")

@@ -9,7 +9,9 @@ high-level template answers neither with a page cursor nor with per-read ``_meta
 Notifications go out once the index reflects a change: ``follow`` polls the store's
 cheap version token (the catalog's write counter) and, when it moved, compares each
 file's indexed version with the last one seen. A changed, deleted or renamed file is a
-``resources/updated`` for its URI, an added or removed one a ``list_changed``. Reading
+``resources/updated`` for its URI, an added or removed one a ``list_changed`` (on
+``subscriptions/listen`` streams: the SDK declares no ``listChanged`` to earlier
+revisions, so they are not sent one). Reading
 the index rather than the watcher's events means every writer counts (the watcher, a
 ``reindex`` call, another process's pass over the same folder) and nothing is announced
 before its text can be read. Subscribers are of two eras: ``subscriptions/listen``
@@ -129,10 +131,8 @@ class Documents:
             for session, uris in list(self._subscribed.items()):
                 if uri in uris:
                     await self._send(session, session.send_resource_updated(uri))
-        if before.keys() != after.keys():
+        if before.keys() != after.keys():  # (the SDK declares no listChanged before 2026-07-28)
             await self.bus.publish(ResourcesListChanged())
-            for session in list(self._subscribed):
-                await self._send(session, session.send_resource_list_changed())
 
     async def _send(self, session: ServerSession, sending: Any) -> None:
         try:

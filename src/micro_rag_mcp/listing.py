@@ -26,6 +26,8 @@ class IndexedFile:
 
 
 class FileListing(Protocol):
+    poll_s: float  # how often ``version`` is worth asking
+
     def files(self, prefix: str = "", after: str = "", limit: int = 100) -> list[IndexedFile]: ...
 
     def version(self) -> object:
@@ -41,6 +43,8 @@ class FileListing(Protocol):
 
 class CatalogListing:
     """``FileListing`` over the catalog at ``path``; nothing while there is no catalog."""
+
+    poll_s = 0.25  # one indexed row of the meta table
 
     def __init__(self, path: Path) -> None:
         self._path = path

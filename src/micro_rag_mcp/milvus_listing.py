@@ -1,7 +1,8 @@
 """``listing.FileListing`` over a Milvus store's files collection.
 
 Milvus keeps no counter of writes, so the version of the whole store is the files'
-versions themselves: one scan of the files collection (a row per file, not per chunk).
+versions themselves: one scan of the files collection (a row per file, not per chunk),
+so it is looked at every five seconds rather than four times a second.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from micro_rag_mcp.milvus_store import MilvusIndex
 
 
 class MilvusListing:
+    poll_s = 5.0  # each look scans the files collection
+
     def __init__(self, index: MilvusIndex) -> None:
         self._index = index
 

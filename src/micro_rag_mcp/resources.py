@@ -120,7 +120,7 @@ class Documents:
                     seen, known = version, versions
             except Exception:  # a store that cannot be read now is looked at again
                 logger.exception("following the index for resource notifications failed")
-            await anyio.sleep(self.follow_s)
+            await anyio.sleep(max(self.follow_s, listing.poll_s))
 
     async def announce(self, before: dict[str, str], after: dict[str, str]) -> None:
         """Tell the subscribers what differs between two sets of file versions."""

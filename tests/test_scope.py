@@ -146,3 +146,12 @@ def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert "modified_before must be an ISO 8601 date" in done.stderr
+
+
+def test_a_scope_resolved_before_a_change_takes_the_new_files(engine: Engine, data: Path) -> None:
+    _folder(data)
+    engine.reindex()
+    assert "quiet/new.txt" not in _paths(engine, path_glob="quiet/*")
+    (data / "quiet" / "new.txt").write_text("Comet tails comet tails comet tails.")
+    engine.reindex()
+    assert _paths(engine, path_glob="quiet/*")[0] == "quiet/new.txt"

@@ -627,7 +627,10 @@ def _within(files: Sequence[int] | None) -> tuple[str, tuple[str, ...]]:
     """The SQL (and its parameter) that keeps an FTS5 match to chunks of ``files``."""
     if files is None:
         return "", ()
-    sql = " AND rowid IN (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)))"
+    # "+rowid": not a constraint FTS5 is offered, so it matches once and the rows are then
+    # filtered; as a rowid constraint, it ran the match once per chunk of the scope (42 ms
+    # instead of 1.4 for a scope of 1,000 chunks of 100k).
+    sql = " AND +rowid IN (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)))"
     return sql, (json.dumps(list(files)),)
 
 

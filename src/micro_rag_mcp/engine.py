@@ -43,7 +43,7 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
-from micro_rag_mcp.scope import Resolved, SearchScope, resolve
+from micro_rag_mcp.scope import Resolved, ScopeCache, SearchScope
 from micro_rag_mcp.search import SearchParams, VectorSide, search_beside
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
@@ -95,6 +95,7 @@ class Engine:
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
         self._readers = ReaderPool(self.paths.catalog)
+        self._scopes = ScopeCache()
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -241,7 +242,7 @@ class Engine:
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
                 return SearchOutcome([], state, notices)
-            within = resolve(catalog, scope) if scope is not None else None
+            within = self._scopes.resolve(catalog, scope) if scope is not None else None
             if within is not None and within.empty:
                 notices.append(within.notice())
                 hits: list[Hit] = []

@@ -9,6 +9,7 @@ a whole-folder result afterwards would lose every passage that fell below ``top_
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -142,6 +143,7 @@ class FileRows(Protocol):
 
     def file_rows(self) -> list[tuple[int, str, str, int]]: ...
     def chunk_ids_of(self, file_ids: Sequence[int]) -> list[int]: ...
+    def generation(self) -> tuple[str | None, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +170,33 @@ def resolve(catalog: FileRows, scope: SearchScope) -> Resolved:
     ids = tuple(fid for fid, path, ext, mtime in rows if scope.matches(path, ext, mtime))
     chunks = np.sort(np.asarray(catalog.chunk_ids_of(ids) if ids else [], dtype=np.int64))
     return Resolved(scope, ids, chunks)
+
+
+class ScopeCache:
+    """The last few scopes resolved, for as long as the catalog does not change: an agent
+    asks several questions of one scope, and resolving one reads every file's row (11 ms
+    at 10,000 files)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self._size = size
+        self._resolved: dict[tuple[object, ...], Resolved] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, catalog: FileRows, scope: SearchScope) -> Resolved:
+        key = (catalog.generation(), *_key(scope))
+        with self._lock:
+            found = self._resolved.get(key)
+        if found is not None:
+            return Resolved(scope, found.file_ids, found.chunk_ids)
+        resolved = resolve(catalog, scope)
+        with self._lock:
+            if len(self._resolved) >= self._size:
+                self._resolved.pop(next(iter(self._resolved)))
+            self._resolved[key] = resolved
+        return resolved
+
+
+def _key(scope: SearchScope) -> tuple[object, ...]:
+    globs = tuple(g.pattern for g in scope.globs)
+    exts = tuple(sorted(scope.exts)) if scope.exts is not None else None
+    return globs, scope.after_ns, scope.before_ns, exts

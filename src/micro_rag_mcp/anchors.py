@@ -34,8 +34,13 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 VERSION = 1
 PHRASE = 4  # words in a sample phrase
@@ -43,6 +48,7 @@ SAMPLES = 12
 SIMILAR = 0.5  # share of the samples an edited passage must keep, in place
 CANDIDATES = 64  # starts (by their votes) looked at
 CONTEXT = 8  # words of the neighbouring phrase kept on either side
+_BASE, _MASK = 1_000_003, 0xFFFFFFFF  # phrase hash: a polynomial of word CRCs, mod 2**32
 ADJACENT = 3  # neighbours at most this many words apart stand side by side
 _HEAD = struct.Struct(">BBHBBI8s")  # version, flags, words, lead, tail, old start, digest
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -82,8 +88,33 @@ def _digest(words: Sequence[str]) -> bytes:
     ).digest()
 
 
+def _word_hashes(words: Sequence[str]) -> npt.NDArray[np.uint64]:
+    import numpy as np
+
+    return np.fromiter(
+        (zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in words),
+        dtype=np.uint64,
+        count=len(words),
+    )
+
+
+def _phrase_hashes(hashes: npt.NDArray[np.uint64], length: int) -> npt.NDArray[np.uint64]:
+    """The 24-bit hash of every run of ``length`` words, from the words' own hashes (a
+    polynomial of them), for the whole text at once."""
+    import numpy as np
+
+    count = len(hashes) - length + 1
+    if count <= 0:
+        return np.empty(0, dtype=np.uint64)
+    base, mask = np.uint64(_BASE), np.uint64(_MASK)
+    acc = np.zeros(count, dtype=np.uint64)
+    for k in range(length):
+        acc = (acc * base + hashes[k : k + count]) & mask
+    return acc & np.uint64(0xFFFFFF)
+
+
 def _phrase_hash(words: Sequence[str]) -> int:
-    return zlib.crc32("\x1f".join(words).encode("utf-8", "surrogatepass")) & 0xFFFFFF
+    return int(_phrase_hashes(_word_hashes(words), len(words))[0])
 
 
 def sample_offsets(words: int) -> list[int]:
@@ -141,6 +172,8 @@ def parse_anchor(anchor: str) -> Anchor:
 
 def locate(text: str, anchor: Anchor) -> Found | None:
     """Where the anchor's passage is in ``text`` now, or None if it is no longer there."""
+    import numpy as np
+
     matches = _words(text)
     words = [m.group().casefold() for m in matches]
     if anchor.words == 0 or not words:
@@ -151,8 +184,10 @@ def locate(text: str, anchor: Anchor) -> Found | None:
         wanted[h].append((i, offset))
     places: dict[int, list[int]] = defaultdict(list)  # sample -> word positions in text
     starts: Counter[int] = Counter()
-    for q in range(len(words) - span + 1):
-        for i, offset in wanted.get(_phrase_hash(words[q : q + span]), ()):
+    hashes = _word_hashes(words)
+    phrases = _phrase_hashes(hashes, span)
+    for q in np.flatnonzero(np.isin(phrases, list(wanted))).tolist():
+        for i, offset in wanted[int(phrases[q])]:
             places[i].append(q)
             starts[q - offset] += 1
     exact = [
@@ -165,7 +200,7 @@ def locate(text: str, anchor: Anchor) -> Found | None:
         s = min(exact, key=lambda s: abs(matches[s].start() - anchor.start))
         end = matches[s + anchor.words - 1].end()
         return _span(text, matches[s].start(), end, anchor, changed=False, similarity=1.0)
-    regions = _between_neighbours(words, anchor)
+    regions = _between_neighbours(hashes, anchor)
     if regions is None:  # cut out, or everything around it rewritten: not the same passage
         return None
     if regions:  # only the samples found where its neighbours say it can be
@@ -177,12 +212,17 @@ def locate(text: str, anchor: Anchor) -> Found | None:
     return _closest(text, matches, anchor, places, starts)
 
 
-def _between_neighbours(words: list[str], anchor: Anchor) -> list[tuple[int, int]] | None:
+def _between_neighbours(
+    hashes: npt.NDArray[np.uint64], anchor: Anchor
+) -> list[tuple[int, int]] | None:
     """Where the passage can be, by the phrases that stood just before and after it: word
     ranges (empty: anywhere, the anchor knows no neighbour), or None when it cannot be
     there: its two neighbours now stand side by side, or none of them is left."""
-    before = _found_at(words, anchor.before)
-    after = _found_at(words, anchor.after)
+    import numpy as np
+
+    phrases = _phrase_hashes(hashes, CONTEXT)
+    before = np.flatnonzero(phrases == anchor.before).tolist() if anchor.before is not None else []
+    after = np.flatnonzero(phrases == anchor.after).tolist() if anchor.after is not None else []
     reach = anchor.words + max(8, anchor.words // 2)
     if any(0 <= a - (b + CONTEXT) <= ADJACENT for b in before for a in after):
         return None
@@ -193,14 +233,6 @@ def _between_neighbours(words: list[str], anchor: Anchor) -> list[tuple[int, int
         regions = [(b + CONTEXT, b + CONTEXT + reach) for b in before]
         regions += [(max(0, a - reach), a) for a in after]
     return regions
-
-
-def _found_at(words: list[str], phrase: int | None) -> list[int]:
-    if phrase is None:
-        return []
-    return [
-        q for q in range(len(words) - CONTEXT + 1) if _phrase_hash(words[q : q + CONTEXT]) == phrase
-    ]
 
 
 def _closest(

@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # A scope of up to this many chunks is scored on its own vectors (one batch lookup and
-# product); a larger one is a filtered scan of the flat index.
-SUBSET_EXACT = 20_000
+# product); a larger one is a filtered scan of the flat index, which at 100k vectors is
+# the cheaper of the two from a few thousand on (docs/benchmarks.md).
+SUBSET_EXACT = 5_000
 
 
 class VectorStore:

@@ -155,3 +155,10 @@ def test_a_scope_resolved_before_a_change_takes_the_new_files(engine: Engine, da
     (data / "quiet" / "new.txt").write_text("Comet tails comet tails comet tails.")
     engine.reindex()
     assert _paths(engine, path_glob="quiet/*")[0] == "quiet/new.txt"
+
+
+def test_a_scope_of_every_file_ranks_as_no_scope(engine: Engine, data: Path) -> None:
+    _folder(data)
+    engine.reindex()
+    assert _paths(engine, file_types=["docs"]) == _paths(engine)
+    assert _paths(engine, modified_after="1990-01-01") == _paths(engine)

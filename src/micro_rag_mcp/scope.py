@@ -153,6 +153,7 @@ class Resolved:
     scope: SearchScope
     file_ids: tuple[int, ...]
     chunk_ids: npt.NDArray[np.int64]  # sorted
+    whole: bool = False  # every indexed file is in it: the same as no scope
 
     @property
     def empty(self) -> bool:
@@ -168,6 +169,8 @@ def resolve(catalog: FileRows, scope: SearchScope) -> Resolved:
 
     rows = catalog.file_rows()
     ids = tuple(fid for fid, path, ext, mtime in rows if scope.matches(path, ext, mtime))
+    if ids and len(ids) == len(rows):  # no need to filter anything
+        return Resolved(scope, ids, np.empty(0, dtype=np.int64), whole=True)
     chunks = np.sort(np.asarray(catalog.chunk_ids_of(ids) if ids else [], dtype=np.int64))
     return Resolved(scope, ids, chunks)
 
@@ -182,18 +185,19 @@ class ScopeCache:
         self._resolved: dict[tuple[object, ...], Resolved] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, catalog: FileRows, scope: SearchScope) -> Resolved:
+    def resolve(self, catalog: FileRows, scope: SearchScope) -> Resolved | None:
+        """The scope resolved, or None when it takes every indexed file (so that a
+        search filters nothing)."""
         key = (catalog.generation(), *_key(scope))
         with self._lock:
             found = self._resolved.get(key)
-        if found is not None:
-            return Resolved(scope, found.file_ids, found.chunk_ids)
-        resolved = resolve(catalog, scope)
-        with self._lock:
-            if len(self._resolved) >= self._size:
-                self._resolved.pop(next(iter(self._resolved)))
-            self._resolved[key] = resolved
-        return resolved
+        if found is None:
+            found = resolve(catalog, scope)
+            with self._lock:
+                if len(self._resolved) >= self._size:
+                    self._resolved.pop(next(iter(self._resolved)))
+                self._resolved[key] = found
+        return None if found.whole else Resolved(scope, found.file_ids, found.chunk_ids)
 
 
 def _key(scope: SearchScope) -> tuple[object, ...]:

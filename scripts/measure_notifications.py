@@ -3,12 +3,13 @@
 
     .venv/bin/python scripts/measure_notifications.py --rounds 5
 
-Starts the real server (real model, over stdio, watching) on a folder of notes (three a
-round, and five more) and waits until it is idle. Each round subscribes (``subscriptions/listen``) to three notes,
-then edits the first, deletes the second and renames the third, and times, from the
-change on disk, when the update for each arrives; at that moment the resource is read,
-and the update counts as on time only if the read shows the change (new text, or the
-file gone). Prints the times per kind, median and max.
+Starts the real server (real model, over stdio, watching) on a folder of notes (three
+a round, and five more) and waits until it is idle. Each round subscribes
+(``subscriptions/listen``) to three notes, then edits the first, deletes the second and
+renames the third, and times, from the change on disk, when the update for each
+arrives; at that moment the resource is read, and the update counts only if the read
+shows the change (new text, or the file gone). Prints the times per kind, median and
+max.
 """
 
 from __future__ import annotations

@@ -171,21 +171,29 @@ def edit_docx(path: Path, cited: list[Cited], rng: random.Random, remove: bool) 
 
 
 def _remove_passage(paragraphs: list[object], c: Cited) -> None:
-    """Delete the paragraphs whose words lie inside the passage, and its words from the
-    paragraphs it starts or ends in."""
+    """Cut the passage out: the paragraphs that lie inside it, and from the paragraphs it
+    starts, ends or lies in, the part that is its text."""
     core = " ".join(_WORD.findall(c.text))
+    text = c.text.strip()
     for p in paragraphs:
         words = " ".join(_WORD.findall(p.text))  # type: ignore[attr-defined]
         parent = p._element.getparent()  # type: ignore[attr-defined]
-        if parent is None:  # removed already, for an overlapping passage
+        if parent is None or not words:  # removed already, for an overlapping passage
             continue
-        if words and words in core:
+        own: str = p.text  # type: ignore[attr-defined]
+        if words in core:
             parent.remove(p._element)  # type: ignore[attr-defined]
-        elif words:
-            for piece in (c.text[:120], c.text[-120:]):
-                inner = piece.strip()
-                if len(inner) > 30 and inner in p.text:  # type: ignore[attr-defined]
-                    p.text = p.text.replace(inner, "")  # type: ignore[attr-defined]
+        elif text in own:
+            p.text = own.replace(text, "")  # type: ignore[attr-defined]
+        else:
+            at = own.find(text[:40])  # the passage starts in this paragraph
+            if at >= 0 and text.startswith(own[at:].rstrip()):
+                own = own[:at]
+            end = own.find(text[-40:])  # the passage ends in it
+            if end >= 0 and text.endswith(own[: end + 40].lstrip()):
+                own = own[end + 40 :]
+            if own != p.text:  # type: ignore[attr-defined]
+                p.text = own  # type: ignore[attr-defined]
 
 
 def resolve(catalog: Catalog, folder: Path, c: Cited) -> tuple[str, object]:
@@ -268,12 +276,12 @@ def main() -> int:
     index(catalog, settings)
     gone = still = 0
     missed: list[str] = []
+    texts: dict[str, str] = {}
     for c in cited:
-        now = _whole(catalog, folder, c.path)
-        if (
-            " ".join(_WORD.findall(c.text)[1:-1]).casefold()
-            in " ".join(_WORD.findall(now)).casefold()
-        ):
+        if c.path not in texts:
+            texts[c.path] = " ".join(_WORD.findall(_whole(catalog, folder, c.path))).casefold()
+        now = texts[c.path]
+        if " ".join(_WORD.findall(c.text)[1:-1]).casefold() in now:
             still += 1
             continue
         kind, passage = resolve(catalog, folder, c)

@@ -8,11 +8,11 @@ each phrase as a 24-bit CRC. To resolve it, the four-word phrases of the file's 
 indexed now are hashed; each sample found votes for where the passage would start.
 
 * A start whose words have the digest is the passage itself, moved (``changed`` false).
-* Otherwise the passage is looked for where its neighbours say it can be: between them,
-  or after the one before, or before the one after. If the two now stand side by side,
-  the passage was cut out; if neither is left, everything around it was rewritten: in
-  both cases it is gone, even where a near copy stands elsewhere (a filing repeats its
-  certifications and award terms almost word for word).
+* Otherwise the passage is looked for where its neighbours say it can be: between the
+  two (beside the one it has, at the start or end of a file). If the two now stand side
+  by side, the passage was cut out; if they are not both left, the text around it was
+  rewritten: in both cases it is gone, even where a near copy stands elsewhere (a filing
+  repeats its certifications and award terms almost word for word).
 * There, the start where most samples lie in their order, within a quarter of the
   passage's length of their places, is the passage as edited, if at least ``SIMILAR``
   of the samples are there (``changed`` true, ``similarity`` the share found). Below
@@ -217,22 +217,26 @@ def _between_neighbours(
 ) -> list[tuple[int, int]] | None:
     """Where the passage can be, by the phrases that stood just before and after it: word
     ranges (empty: anywhere, the anchor knows no neighbour), or None when it cannot be
-    there: its two neighbours now stand side by side, or none of them is left."""
+    there. An edited passage keeps its neighbours: between the two (or beside the one the
+    anchor knows) is where it is looked for; where they now stand side by side, or are
+    not both left, the passage is gone."""
     import numpy as np
 
     phrases = _phrase_hashes(hashes, CONTEXT)
     before = np.flatnonzero(phrases == anchor.before).tolist() if anchor.before is not None else []
     after = np.flatnonzero(phrases == anchor.after).tolist() if anchor.after is not None else []
     reach = anchor.words + max(8, anchor.words // 2)
-    if any(0 <= a - (b + CONTEXT) <= ADJACENT for b in before for a in after):
-        return None
-    if (anchor.before is not None or anchor.after is not None) and not before and not after:
-        return None
-    regions = [(b + CONTEXT, a) for b in before for a in after if 0 < a - b - CONTEXT <= reach]
-    if not regions:
+    if anchor.before is not None and anchor.after is not None:
+        if any(0 <= a - (b + CONTEXT) <= ADJACENT for b in before for a in after):
+            return None
+        regions = [(b + CONTEXT, a) for b in before for a in after if 0 < a - b - CONTEXT <= reach]
+    elif anchor.before is not None:
         regions = [(b + CONTEXT, b + CONTEXT + reach) for b in before]
-        regions += [(max(0, a - reach), a) for a in after]
-    return regions
+    elif anchor.after is not None:
+        regions = [(max(0, a - reach), a) for a in after]
+    else:
+        return []
+    return regions or None
 
 
 def _closest(

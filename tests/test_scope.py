@@ -162,3 +162,17 @@ def test_a_scope_of_every_file_ranks_as_no_scope(engine: Engine, data: Path) -> 
     engine.reindex()
     assert _paths(engine, file_types=["docs"]) == _paths(engine)
     assert _paths(engine, modified_after="1990-01-01") == _paths(engine)
+
+
+def test_a_milvus_store_refuses_a_scope_in_one_sentence(tmp_path: Path) -> None:
+    from micro_rag_mcp.milvus_engine import MilvusEngine
+    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.store import parse_store_url
+    from tests.fakes import FakeEmbedder
+
+    config = parse_store_url("milvus://127.0.0.1:9/default?collection=docs")
+    settings = Settings(data_folder=tmp_path, index_folder=tmp_path / "index", watch="off")
+    store = MilvusEngine(settings, FakeEmbedder, config)
+    with pytest.raises(InvalidArgument, match="not supported on a Milvus store") as caught:
+        store.search("comet", 5, 0.2, parse_scope(path_glob="notes/*"))
+    assert "\n" not in str(caught.value)

@@ -1,15 +1,21 @@
-"""Helpers for tests that drive the server through the SDK's in-process client."""
+"""Helpers for tests that drive the server through the SDK's client: in process, or the
+real server as a subprocess over stdio."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
-from tests.conftest import DEADLINE_S
+from micro_rag_mcp.server import build_server
+from tests.conftest import DEADLINE_S, make_settings
+from tests.fakes import FakeEmbedder
 
 
 async def until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
@@ -47,3 +53,34 @@ def idle(index: dict[str, Any]) -> bool:
 def complete(index: dict[str, Any]) -> bool:
     """Idle, and every chunk has its vector."""
     return idle(index) and index["chunks_with_vectors"] == index["chunks_total"] > 0
+
+
+async def wait_idle(client: Client, timeout: float = DEADLINE_S) -> dict[str, Any]:
+    """Search until no pass runs and the model is ready; the index block then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        index = await index_state(client)
+        if idle(index):
+            return index
+        assert time.monotonic() < deadline, f"index never became idle: {index}"
+        await anyio.sleep(0.05)
+
+
+def run_client(fn: Callable[[Client], Awaitable[Any]], data: Path, **settings: Any) -> Any:
+    """``fn(client)`` against a server for ``data`` (fake embedder), once it is idle."""
+    config = make_settings(data, **settings)
+
+    async def main() -> Any:
+        async with Client(build_server(config, FakeEmbedder)) as client:
+            await wait_idle(client)
+            return await fn(client)
+
+    return anyio.run(main)
+
+
+def stdio_params(data: Path, *extra: str) -> StdioServerParameters:
+    """The real server (``python -m micro_rag_mcp``) on ``data``, as a subprocess."""
+    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs", "--inst", "x"]
+    return StdioServerParameters(
+        command=sys.executable, args=[*args, *extra], env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )

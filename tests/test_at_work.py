@@ -310,3 +310,22 @@ def test_a_pass_in_another_process_takes_the_changes_a_watching_server_sees(
         out, _ = child.communicate(timeout=120)
         eng.stop()
     assert out.split() == ["done", "11"]
+
+
+def test_a_scope_keeps_out_a_file_that_shares_its_text_with_one_inside(data: Path) -> None:
+    from micro_rag_mcp.scanner import PathGlob
+    from micro_rag_mcp.scope import SearchScope
+
+    text = "The osprey nest on the north tower was inspected."
+    write(data / "a" / "same.txt", text)
+    write(data / "b" / "same.txt", text)
+    write(data / "b" / "other.txt", "Unrelated budget figures for the year.")
+    eng = Engine(make_settings(data), FakeEmbedder)
+    eng.load_model()
+    eng.reindex()
+    assert len(vector_ids(data / "index")) == 2  # the two copies share one vector
+    scope = SearchScope(globs=(PathGlob("b/**"),))
+    hits = eng.search("osprey nest tower", top_k=5, score_threshold=-1, scope=scope).hits
+    assert {h.chunk.path for h in hits} == {"b/same.txt", "b/other.txt"}
+    assert hits[0].chunk.path == "b/same.txt" and hits[0].score is not None
+    eng.stop()

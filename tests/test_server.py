@@ -124,7 +124,8 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
         (
             "search",
             {"query": "x", "topk": 3},
-            'unknown argument "topk"; the parameters are query, top_k, score_threshold',
+            'unknown argument "topk"; the parameters are query, top_k, score_threshold, '
+            "path_glob, modified_after, modified_before, file_types",
         ),
         (
             "reindex",
@@ -152,7 +153,8 @@ def test_every_problem_with_the_arguments_is_one_line(data: Path) -> None:
     assert text.splitlines() == [
         'Error executing tool search: query must contain some text (got "")',
         'top_k must be an integer (got "9")',
-        'unknown argument "k"; the parameters are query, top_k, score_threshold',
+        'unknown argument "k"; the parameters are query, top_k, score_threshold, '
+        "path_glob, modified_after, modified_before, file_types",
     ]
 
 

@@ -12,6 +12,7 @@ table by key alone, so a vector outlives a chunk id and serves every chunk of it
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 import time
@@ -350,6 +351,29 @@ class Catalog:
         )
         return {r[0]: FileRecord(*r) for r in rows}
 
+    def file_rows(self) -> list[tuple[int, str, str, int]]:
+        """Id, path, suffix and mtime_ns of every file indexed without failure."""
+        rows = self._conn.execute("SELECT id, path, ext, mtime_ns FROM files WHERE status = 'ok'")
+        return [(int(i), str(p), str(e), int(m)) for i, p, e, m in rows]
+
+    def chunk_ids_of(self, file_ids: Sequence[int]) -> list[tuple[int, int]]:
+        """The id and vector key of every chunk of the given files."""
+        rows = self._conn.execute(
+            "SELECT id, vkey FROM chunks WHERE file_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(file_ids)),),
+        )
+        return [(int(r[0]), int(r[1])) for r in rows]
+
+    def indexed_files(self, prefix: str, after: str, limit: int) -> list[tuple[Any, ...]]:
+        """Path, suffix, size, mtime_ns and indexed_at of up to ``limit`` files indexed
+        without failure whose path starts with ``prefix`` and sorts after ``after``."""
+        rows = self._conn.execute(
+            "SELECT path, ext, size, mtime_ns, indexed_at FROM files WHERE status = 'ok'"
+            " AND path > ? AND path >= ? AND path < ? ORDER BY path LIMIT ?",
+            (after, prefix, prefix + "\U0010ffff", limit),
+        )
+        return list(rows)
+
     def stamps(self) -> dict[str, tuple[int, int]]:
         """Each file's recorded (size, mtime_ns): all a no-change reindex needs to know."""
         rows = self._conn.execute("SELECT path, size, mtime_ns FROM files")
@@ -604,18 +628,21 @@ class Catalog:
         weights: tuple[float, float] = (1.0, 1.0),
         *,
         scored: int | None = None,
+        files: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
         """Chunk ids matching an FTS5 expression with their BM25 score, best first.
 
         FTS5's ``bm25()`` is negative, better matches more so; it is returned negated, so
         a larger score is a better match and every score is positive. With ``scored``,
-        only the first that many matching rows (by id) are scored, not every one.
+        only the first that many matching rows (by id) are scored, not every one. With
+        ``files``, only chunks of those file ids match (a search's scope).
         """
-        source = "chunks_fts WHERE chunks_fts MATCH ?"
+        where, scope = _within(files)
+        source = f"chunks_fts WHERE chunks_fts MATCH ?{where}"
         if scored is not None:
             source = (
                 "(SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM chunks_fts"
-                f" WHERE chunks_fts MATCH ? LIMIT {int(scored)})"
+                f" WHERE chunks_fts MATCH ?{where} LIMIT {int(scored)})"
             )
             sql = f"SELECT rowid, score FROM {source} ORDER BY score DESC LIMIT ?"
         else:
@@ -623,7 +650,7 @@ class Catalog:
                 f"SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM {source}"
                 " ORDER BY score DESC LIMIT ?"
             )
-        rows = self._conn.execute(sql, (weights[0], weights[1], match, limit))
+        rows = self._conn.execute(sql, (weights[0], weights[1], match, *scope, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_shares(
@@ -668,12 +695,15 @@ class Catalog:
             shares[term] = hits / rows if rows else 0.0
         return shares
 
-    def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
+    def cjk_search(
+        self, match: str, limit: int, files: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""
+        where, scope = _within(files)
         rows = self._conn.execute(
             "SELECT rowid, -bm25(chunks_cjk) AS score FROM chunks_cjk "
-            "WHERE chunks_cjk MATCH ? ORDER BY score DESC LIMIT ?",
-            (match, limit),
+            f"WHERE chunks_cjk MATCH ?{where} ORDER BY score DESC LIMIT ?",
+            (match, *scope, limit),
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
@@ -694,6 +724,17 @@ class Catalog:
             " (SELECT coalesce(max(id), 0) FROM chunks)"
         ).fetchone()
         return CatalogStats(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+
+def _within(files: Sequence[int] | None) -> tuple[str, tuple[str, ...]]:
+    """The SQL (and its parameter) that keeps an FTS5 match to chunks of ``files``."""
+    if files is None:
+        return "", ()
+    # "+rowid": not a constraint FTS5 is offered, so it matches once and the rows are then
+    # filtered; as a rowid constraint, it ran the match once per chunk of the scope (42 ms
+    # instead of 1.4 for a scope of 1,000 chunks of 100k).
+    sql = " AND +rowid IN (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)))"
+    return sql, (json.dumps(list(files)),)
 
 
 def _batched(items: list[int], n: int) -> Iterator[list[int]]:

@@ -20,7 +20,13 @@ from typing import NoReturn
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, too_long
-from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError, NotIndexed
+from micro_rag_mcp.errors import (
+    ConfigError,
+    InvalidArgument,
+    MicroRagError,
+    NotIndexed,
+    PassageGone,
+)
 from micro_rag_mcp.logfmt import OneLineFormatter
 from micro_rag_mcp.main import OneLineParser, add_store_arguments
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
@@ -177,6 +183,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 0.2).",
     )  # fmt: skip
     search.add_argument(
+        "--path-glob", action="append", metavar="GLOB",
+        help="Only files matching GLOB, relative to FOLDER (reindex's syntax); repeat for any "
+        "of several.",
+    )  # fmt: skip
+    search.add_argument(
+        "--modified-after", metavar="WHEN",
+        help="Only files modified at or after WHEN, an ISO 8601 date or date-time (UTC "
+        "unless it names an offset).",
+    )  # fmt: skip
+    search.add_argument(
+        "--modified-before", metavar="WHEN", help="Only files modified before WHEN."
+    )
+    search.add_argument(
+        "--file-types", metavar="LIST",
+        help="Only these comma-separated suffixes or groups ('docs', 'code'), e.g. pdf,md.",
+    )  # fmt: skip
+    search.add_argument(
         "--json", action="store_true", help="Print the MCP search tool's result as JSON."
     )
 
@@ -204,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     read.add_argument("--start", type=_at_least(0), metavar="N", help="Offset to start at.")
     read.add_argument("--end", type=_at_least(1), metavar="N", help="Offset to stop before.")
     read.add_argument("--page", type=_at_least(1), metavar="N", help="A page of a PDF.")
+    read.add_argument(
+        "--anchor", metavar="ANCHOR", help="A search result's anchor: find its passage again."
+    )
     read.add_argument(
         "--max-chars", type=_between(1, MAX_CHARS, int), default=DEFAULT_MAX_CHARS, metavar="N",
         help=f"At most this many characters, 1-{MAX_CHARS} (default: {DEFAULT_MAX_CHARS}).",
@@ -241,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prog = f"micro-rag {args.command}"
     try:
         return COMMANDS[args.command](args, Screens())
-    except (ConfigError, InvalidArgument, NotIndexed) as e:
+    except (ConfigError, InvalidArgument, NotIndexed, PassageGone) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except MicroRagError as e:

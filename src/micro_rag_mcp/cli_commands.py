@@ -305,13 +305,15 @@ def _interruptible(engine: Store, work: Callable[[threading.Event], T]) -> T:
 
 
 def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.scope import parse_scope
     from micro_rag_mcp.tool_results import search_result, wire
 
     if not args.query.strip():
         raise InvalidArgument("QUERY must contain some text")
+    scope = parse_scope(args.path_glob, args.modified_after, args.modified_before, args.file_types)
     engine = _reader_engine(args)
     engine.load_model(timeout=300.0)
-    result = search_result(engine.search(args.query, args.top_k, args.threshold))
+    result = search_result(engine.search(args.query, args.top_k, args.threshold, scope))
     if args.json:
         screens.json(wire(result))
     else:
@@ -346,6 +348,7 @@ def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
         char_end=args.end,
         page=args.page,
         max_chars=args.max_chars,
+        anchor=args.anchor,
     )
     if args.json:
         screens.json(wire(read_result(passage)))

@@ -226,6 +226,8 @@ class Screens:
             where.append(f"page {p.page}")
         if p.line_start is not None:
             where.append(_lines(p.line_start, p.line_end))
+        if p.changed is not None:
+            where.append(f"edited, {p.similarity:.0%} in place" if p.changed else "unchanged")
         _say(self.err, f"{p.path}: {', '.join(where)}")
         sys.stdout.write(p.text + ("" if p.text.endswith("\n") else "\n"))
         sys.stdout.flush()

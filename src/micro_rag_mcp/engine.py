@@ -26,10 +26,11 @@ from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
 from micro_rag_mcp.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.listing import CatalogListing
 from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
-from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
+from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.results import (
     Hit,
     IndexState,
@@ -42,6 +43,7 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
+from micro_rag_mcp.scope import Resolved, ScopeCache, SearchScope
 from micro_rag_mcp.search import SearchParams, VectorSide, search_beside
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
@@ -101,6 +103,7 @@ class Engine:
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
         self._readers = ReaderPool(self.paths.catalog)
+        self._scopes = ScopeCache()
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -233,8 +236,15 @@ class Engine:
 
     # -- search ----------------------------------------------------------------------
 
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome:
-        """The best passages for the query, with the index's state and any notices.
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        """The best passages for the query (from the files of ``scope``, if given), with
+        the index's state and any notices.
 
         The query's embedding and the vector channel run in a thread of their own while
         this one runs the keyword channel and counts the catalog: at a million chunks each
@@ -252,15 +262,29 @@ class Engine:
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
                 return SearchOutcome([], state, notices)
-            hits, state = self._search_in(catalog, query, top_k, score_threshold, notices)
+            within = self._scopes.resolve(catalog, scope) if scope is not None else None
+            if within is not None and within.empty:
+                notices.append(within.notice())
+                hits: list[Hit] = []
+                state = self._state(catalog)
+            else:
+                hits, state = self._search_in(
+                    catalog, query, top_k, score_threshold, notices, within
+                )
         notices.extend(state_notices(state))
         return SearchOutcome(hits, state, notices)
 
     def _search_in(
-        self, catalog: Catalog, query: str, top_k: int, score_threshold: float, notices: list[str]
+        self,
+        catalog: Catalog,
+        query: str,
+        top_k: int,
+        score_threshold: float,
+        notices: list[str],
+        within: Resolved | None = None,
     ) -> tuple[list[Hit], IndexState]:
         try:
-            pending = self._beside(self._vector_side, query, reader_meta(catalog))
+            pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
                 stats = self._stats.get(catalog)
                 hits = search_beside(
@@ -270,6 +294,7 @@ class Engine:
                     top_k=top_k,
                     score_threshold=score_threshold,
                     params=self.params,
+                    files=within.file_ids if within is not None else None,
                 )
             finally:
                 # Even after a failure here: no model call may outlive the search (a process
@@ -277,13 +302,13 @@ class Engine:
                 wait([pending])
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
-            hits = self._mark_stale(hits, notices)
+            hits = with_context(catalog, self._mark_stale(hits, notices))
             return hits, self._state(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 
     def _vector_side(
-        self, query: str, meta: tuple[str | None, str | None]
+        self, query: str, meta: tuple[str | None, str | None], within: Resolved | None = None
     ) -> tuple[Embedder | None, VectorSide | None]:
         """The model (waiting for it as long as a search may), and the vector channel's
         part of the search if the model and the vectors are there."""
@@ -294,8 +319,10 @@ class Engine:
         store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
         if store is None:
             return embedder, None
-        hits = store.search(query_vector, self.params.depth)
-        return embedder, VectorSide(store, query_vector, hits)
+        keys = within.keys if within is not None else None
+        hits = store.search(query_vector, self.params.depth, keys)
+        chunks = within.chunk_ids if within is not None else None
+        return embedder, VectorSide(store, query_vector, hits, chunks)
 
     def _beside(self, fn: Callable[..., _T], *args: object) -> Future[_T]:
         """``fn(*args)`` in the search threads (here, once the engine is stopping)."""
@@ -333,8 +360,10 @@ class Engine:
         char_end: int | None = None,
         page: int | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
     ) -> TextPassage:
-        """The indexed text of one file, or a range or page of it (see ``reading``)."""
+        """The indexed text of one file, a range or page of it, or an anchor's passage
+        (see ``reading``)."""
         indexing = self._writer.running or lock_is_held(self.paths.lock)
         try:
             catalog = Catalog.open_reader(self.paths.catalog)
@@ -353,6 +382,7 @@ class Engine:
                 page=page,
                 max_chars=max_chars,
                 indexing=indexing,
+                anchor=anchor,
             )
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
@@ -362,6 +392,10 @@ class Engine:
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
         return summarize(self.paths)
+
+    def listing(self) -> CatalogListing:
+        """The indexed files, for a client to page through and follow."""
+        return CatalogListing(self.paths.catalog)
 
     def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
         """Flag the hits whose file changed since it was indexed, and queue those files."""

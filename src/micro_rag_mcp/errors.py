@@ -45,6 +45,10 @@ class NotIndexed(MicroRagError):
     """The file asked for is not in the index: outside the data folder, unknown, or failed."""
 
 
+class PassageGone(MicroRagError):
+    """An anchor's passage is no longer in its file (see ``anchors``)."""
+
+
 class InvalidArgument(MicroRagError):
     """A tool argument is outside what the tool accepts."""
 

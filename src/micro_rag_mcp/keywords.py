@@ -25,11 +25,17 @@ def or_query(terms: Sequence[str]) -> str:
 
 
 def keyword_hits(
-    catalog: Catalog, terms: Sequence[str], limit: int, weights: tuple[float, float]
+    catalog: Catalog,
+    terms: Sequence[str],
+    limit: int,
+    weights: tuple[float, float],
+    files: Sequence[int] | None = None,
 ) -> list[tuple[int, float]]:
-    """The best ``limit`` chunks for the terms by BM25, best first, with their scores."""
+    """The best ``limit`` chunks for the terms by BM25, best first, with their scores
+    (only chunks of ``files``, if given)."""
     shares = catalog.term_shares(terms)
     distinctive = [t for t in terms if shares[t] <= COMMON_SHARE]
     if distinctive:
-        return catalog.keyword_search(or_query(distinctive), limit, weights)
-    return catalog.keyword_search(or_query(terms), limit, weights, scored=limit * SAMPLE_PER_RESULT)
+        return catalog.keyword_search(or_query(distinctive), limit, weights, files=files)
+    scored = limit * SAMPLE_PER_RESULT
+    return catalog.keyword_search(or_query(terms), limit, weights, scored=scored, files=files)

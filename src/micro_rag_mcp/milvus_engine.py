@@ -31,6 +31,7 @@ from micro_rag_mcp.errors import (
 )
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.milvus_keywords import KeywordStats
+from micro_rag_mcp.milvus_listing import MilvusListing
 from micro_rag_mcp.milvus_rows import WRITING, stored_chunk
 from micro_rag_mcp.milvus_search import store_search
 from micro_rag_mcp.milvus_store import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
@@ -50,6 +51,7 @@ from micro_rag_mcp.results import (
     state_notices,
 )
 from micro_rag_mcp.scanner import PathGlob
+from micro_rag_mcp.scope import SearchScope
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.store import StoreConfig
@@ -201,7 +203,18 @@ class MilvusEngine:
 
     # -- search ----------------------------------------------------------------------
 
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome:
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        if scope is not None:
+            raise InvalidArgument(
+                "path_glob, modified_after, modified_before and file_types are not supported "
+                "on a Milvus store (--store); search without them"
+            )
         notices: list[str] = []
         embedder = self._model.get(self.settings.model_wait_s)
         query_vector: npt.NDArray[np.float32] | None = None
@@ -257,6 +270,7 @@ class MilvusEngine:
         char_end: int | None = None,
         page: int | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
     ) -> TextPassage:
         """The stored text of one file: the store alone, no copy of the folder needed."""
         if not self.index.exists():
@@ -270,7 +284,12 @@ class MilvusEngine:
             page=page,
             max_chars=max_chars,
             indexing=self._busy.locked(),
+            anchor=anchor,
         )
+
+    def listing(self) -> MilvusListing:
+        """The stored files, for a client to page through and follow."""
+        return MilvusListing(self.index)
 
     # -- state -----------------------------------------------------------------------
 

@@ -16,17 +16,20 @@ import os
 import posixpath
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from micro_rag_mcp.anchors import SIMILAR, Anchor, Found, locate, parse_anchor
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
-from micro_rag_mcp.errors import InvalidArgument, NotIndexed
-from micro_rag_mcp.results import TextPassage
+from micro_rag_mcp.errors import InvalidArgument, NotIndexed, PassageGone
+from micro_rag_mcp.results import Hit, TextPassage
 
 DEFAULT_MAX_CHARS = 8000
 MAX_CHARS = 50_000
 _RUNS_NAMED = 5  # runs of unknown whitespace named in a notice
+CONTEXT_CHARS = 160  # text kept on either side of a hit, for its anchor's neighbours
 
 
 class IndexedText(Protocol):
@@ -49,21 +52,33 @@ def read_indexed(
     page: int | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     indexing: bool = False,
+    anchor: str | None = None,
 ) -> TextPassage:
     """The indexed text of ``path`` from ``char_start`` (or the start of ``page``), at most
-    ``max_chars`` characters of it, up to ``char_end`` (or the end of the page or file).
+    ``max_chars`` characters of it, up to ``char_end`` (or the end of the page or file);
+    or the passage of ``anchor``, wherever it is now (see ``anchors``).
 
-    Raises ``NotIndexed`` for a path outside the folder, unknown or failed, and
-    ``InvalidArgument`` for a range the file does not have.
+    Raises ``NotIndexed`` for a path outside the folder, unknown or failed,
+    ``InvalidArgument`` for a range the file does not have, and ``PassageGone`` for an
+    anchor whose passage is no longer in the file.
     """
     if not 1 <= max_chars <= MAX_CHARS:
         raise InvalidArgument(f"max_chars must be between 1 and {MAX_CHARS} (got {max_chars})")
+    wanted = parse_anchor(anchor) if anchor is not None else None
+    if wanted is not None and (char_start, char_end, page) != (None, None, None):
+        raise InvalidArgument(
+            "anchor replaces char_start, char_end and page; give one or the other"
+        )
     rel = catalog_path(path, data_folder)
+    found: Found | None = None
     with catalog.snapshot():
         record = catalog.file_record(rel)
         if record is None or record.status != "ok":
             raise NotIndexed(_not_indexed(catalog, rel, record, indexing))
         total, pages = catalog.file_extent(rel)
+        if wanted is not None:
+            found = _find(catalog, rel, total, wanted)
+            char_start, char_end = found.char_start, found.char_end
         start, stop, end = window(rel, total, pages, char_start, char_end, page, max_chars)
         chunks = catalog.file_chunks(rel, start, stop)
     text, unknown, lines = stitch(chunks, start, stop)
@@ -83,7 +98,33 @@ def read_indexed(
         line_start=lines[0] if lines else None,
         line_end=lines[1] if lines else None,
         notices=notices,
+        changed=found.changed if found is not None else None,
+        similarity=found.similarity if found is not None else None,
     )
+
+
+def _find(catalog: IndexedText, rel: str, total: int, wanted: Anchor) -> Found:
+    """Where the anchor's passage is in the file's text as indexed now."""
+    text, _, _ = stitch(catalog.file_chunks(rel, 0, total), 0, total)
+    found = locate(text, wanted)
+    if found is None:
+        raise PassageGone(
+            f"the passage of this anchor is no longer in {rel}: less than "
+            f"{SIMILAR:.0%} of it is left in place; search again for what it said"
+        )
+    return found
+
+
+def with_context(catalog: IndexedText, hits: list[Hit], width: int = CONTEXT_CHARS) -> list[Hit]:
+    """The hits with the text that stands just before and after each (for its anchor)."""
+    out = []
+    for hit in hits:
+        c = hit.chunk
+        low, high = max(0, c.char_start - width), c.char_end + width
+        text, _, _ = stitch(catalog.file_chunks(c.path, low, high), low, high)
+        context = (text[: c.char_start - low], text[c.char_end - low :])
+        out.append(replace(hit, context=context))
+    return out
 
 
 def catalog_path(path: str, data_folder: Path | None) -> str:

@@ -33,6 +33,7 @@ class Hit:
     fused: float
     channels: tuple[str, ...]
     stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
+    context: tuple[str, str] = ("", "")  # the file's text just before and after (anchors)
 
 
 class ModelState(enum.StrEnum):
@@ -103,6 +104,8 @@ class TextPassage:
     line_start: int | None  # lines of the text (text files, DOCX)
     line_end: int | None
     notices: list[str] = field(default_factory=list)
+    changed: bool | None = None  # read by anchor: the passage was edited since
+    similarity: float | None = None  # read by anchor: how much of it is left in place
 
 
 @dataclass(frozen=True, slots=True)

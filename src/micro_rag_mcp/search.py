@@ -34,6 +34,7 @@ from micro_rag_mcp.cjk import cjk_query
 from micro_rag_mcp.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.keywords import or_query
 from micro_rag_mcp.results import Hit
+from micro_rag_mcp.scope import Resolved
 from micro_rag_mcp.vectors import VectorStore
 
 if TYPE_CHECKING:
@@ -154,11 +155,24 @@ class VectorSide:
     store: VectorStore
     query_vector: npt.NDArray[np.float32]
     hits: list[tuple[int, float]]
+    within: npt.NDArray[np.int64] | None = None  # a scope's chunk ids, sorted
 
     def chunk_hits(self, catalog: Catalog, limit: int) -> list[tuple[int, float]]:
-        """The hits as chunks, best first: every chunk of a hit's text, up to ``limit``."""
+        """The hits as chunks, best first: every chunk of a hit's text (in the scope, if
+        one is given: a text shared by a file outside it is not its), up to ``limit``."""
         chunks = catalog.chunks_of_keys([key for key, _ in self.hits])
         found = [(cid, cos) for key, cos in self.hits for cid in chunks.get(key, ())]
+        if self.within is not None and self.within.size == 0:
+            return []
+        if self.within is not None:
+            import numpy as np
+
+            ids = np.asarray([cid for cid, _ in found], dtype=np.int64)
+            at = np.searchsorted(self.within, ids)
+            inside = (at < self.within.size) & (
+                self.within[np.minimum(at, self.within.size - 1)] == ids
+            )
+            found = [hit for hit, keep in zip(found, inside.tolist(), strict=True) if keep]
         return found[:limit]
 
     def similarity(self, catalog: Catalog, ids: Sequence[int]) -> dict[int, float]:
@@ -177,17 +191,26 @@ def hybrid_search(
     top_k: int,
     score_threshold: float,
     params: SearchParams = SearchParams(),
+    within: Resolved | None = None,
 ) -> list[Hit]:
-    """The best ``top_k`` chunks for the query, from every channel that is available.
+    """The best ``top_k`` chunks for the query, from every channel that is available
+    (from the files of ``within`` only, if given).
 
     Candidates are fused first; rows (text and citation) are then fetched best first, a
     window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
     """
     side = None
     if query_vector is not None and vectors is not None and "vector" in params.channels:
-        side = VectorSide(vectors, query_vector, vectors.search(query_vector, params.depth))
+        ids = within.chunk_ids if within is not None else None
+        side = VectorSide(vectors, query_vector, vectors.search(query_vector, params.depth, ids))
     return search_beside(
-        catalog, query, lambda: side, top_k=top_k, score_threshold=score_threshold, params=params
+        catalog,
+        query,
+        lambda: side,
+        top_k=top_k,
+        score_threshold=score_threshold,
+        params=params,
+        files=within.file_ids if within is not None else None,
     )
 
 
@@ -199,14 +222,17 @@ def search_beside(
     top_k: int,
     score_threshold: float,
     params: SearchParams = SearchParams(),
+    files: Sequence[int] | None = None,
 ) -> list[Hit]:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
-    channels run at once (SQLite, onnxruntime and FAISS let go of the GIL).
+    channels run at once (SQLite, onnxruntime and FAISS let go of the GIL). With
+    ``files``, the keyword channel takes chunks of those file ids only; the vector side
+    is expected to keep to the same scope.
     """
     with catalog.snapshot():
-        keyword_hits, keyword_ran = keyword_candidates(catalog, query, params)
+        keyword_hits, keyword_ran = keyword_candidates(catalog, query, params, files)
         side = vector_side() if "vector" in params.channels else None
         vector_hits = side.chunk_hits(catalog, params.depth) if side is not None else []
         cosine = dict(vector_hits)
@@ -236,20 +262,22 @@ def search_beside(
 
 
 def keyword_candidates(
-    catalog: Catalog, query: str, params: SearchParams
+    catalog: Catalog, query: str, params: SearchParams, files: Sequence[int] | None = None
 ) -> tuple[list[tuple[int, float]], bool]:
-    """The keyword channel's best ``depth`` chunks with their BM25 scores, and whether it
-    ran at all (the query has a word, or a CJK run, and the channel is on)."""
+    """The keyword channel's best ``depth`` chunks with their BM25 scores (of ``files``
+    only, if given), and whether it ran at all (the query has a word, or a CJK run, and
+    the channel is on)."""
     if "keyword" not in params.channels:
         return [], False
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords)
     hits: list[tuple[int, float]] = []
     if terms:
-        hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
+        weights = (params.title_weight, 1.0)
+        hits = keyword_channel(catalog, terms, params.depth, weights, files)
     cjk = cjk_query(query)
     if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
-        hits = _merged(hits, catalog.cjk_search(cjk, params.depth))
+        hits = _merged(hits, catalog.cjk_search(cjk, params.depth, files))
     return hits, bool(terms) or cjk is not None
 
 

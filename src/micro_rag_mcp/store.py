@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from micro_rag_mcp.embedder import Embedder
+    from micro_rag_mcp.listing import FileListing
+    from micro_rag_mcp.scope import SearchScope
     from micro_rag_mcp.search import SearchParams
     from micro_rag_mcp.settings import Settings
 
@@ -44,7 +46,13 @@ class Store(Protocol):
     def start(self) -> None: ...
     def stop(self, timeout: float = 60.0) -> None: ...
     def load_model(self, timeout: float = 300.0) -> None: ...
-    def search(self, query: str, top_k: int = 5, score_threshold: float = 0.2) -> SearchOutcome: ...
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome: ...
     def reindex(
         self,
         *,
@@ -60,9 +68,11 @@ class Store(Protocol):
         char_end: int | None = None,
         page: int | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
     ) -> TextPassage: ...
     def state(self) -> IndexState: ...
     def status(self) -> IndexSummary: ...
+    def listing(self) -> FileListing: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
+from micro_rag_mcp.anchors import make_anchor
 from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.jobs import JobState
+from micro_rag_mcp.resource_uri import resource_uri
 from micro_rag_mcp.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
 
 _NO_LINES = "null for PDF and table formats"
@@ -70,6 +72,11 @@ class SearchHit(BaseModel):
         description="The file changed on disk (or is gone) since this passage was indexed; "
         "search again in a moment for its current text, or call reindex."
     )
+    anchor: str = Field(
+        description="A citation made from the passage's own words: pass it to read (with "
+        "path) to find the passage again after the file changed."
+    )
+    resource: str = Field(description="The file's resource URI (resources/read, subscribe).")
 
 
 class IndexStatus(BaseModel):
@@ -188,6 +195,8 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         section=c.section,
         locator=c.locator,
         stale=hit.stale,
+        anchor=make_anchor(c.text, c.char_start, *hit.context),
+        resource=resource_uri(c.path),
     )
 
 
@@ -292,6 +301,17 @@ class ReadResult(BaseModel):
         description="What the text alone does not say: whitespace the index does not keep, "
         "or a file that changed since it was indexed."
     )
+    changed: bool | None = Field(
+        None,
+        description="Read by anchor: true when the passage was edited since the anchor was "
+        "made (the text is the closest passage); null when not read by anchor.",
+    )
+    similarity: float | None = Field(
+        None,
+        description="Read by anchor: the share of the anchor's twelve sample phrases found "
+        "in place (1 when the edit missed them all; changed tells whether every word is the "
+        "same); null when not read by anchor.",
+    )
 
 
 def read_result(passage: TextPassage) -> ReadResult:
@@ -308,4 +328,6 @@ def read_result(passage: TextPassage) -> ReadResult:
         ext=passage.ext,
         mtime=passage.mtime_ns / 1e9,
         notices=passage.notices,
+        changed=passage.changed,
+        similarity=passage.similarity,
     )

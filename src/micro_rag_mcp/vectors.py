@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# A scope of up to this many chunks is scored on its own vectors (one batch lookup and
+# product); a larger one is a filtered scan of the flat index, which at 100k vectors is
+# the cheaper of the two from a few thousand on (docs/benchmarks.md).
+SUBSET_EXACT = 5_000
+
 
 class VectorStore:
     """An in-memory FAISS index guarded by a lock, saved atomically to one file."""
@@ -201,11 +206,19 @@ class VectorStore:
         if self.mapped:
             raise RuntimeError(f"{self.path} is mapped read-only; load it unmapped to change it")
 
-    def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        within: npt.NDArray[np.int64] | None = None,
+    ) -> list[tuple[int, float]]:
         """The k nearest ids with their cosine similarity, best first.
 
         Exact below ``approximate_from`` vectors; from there on, the graph's candidates
-        scored with their exact vectors.
+        scored with their exact vectors. With ``within`` (sorted ids: a search's scope),
+        only those ids, always exactly: a scope of up to ``SUBSET_EXACT`` ids is scored
+        on its own vectors, a larger one by a scan of the flat index that skips the rest
+        (a graph walk restricted to a small share of its nodes misses neighbours).
         """
         import faiss
         import numpy as np
@@ -216,6 +229,8 @@ class VectorStore:
         with self._lock:
             if self._index.ntotal == 0:
                 return []
+            if within is not None:
+                return self._search_within(query, k, within)
             if self.approximate:
                 assert self._graph is not None
                 candidates = self._graph.search(query, k)
@@ -225,12 +240,32 @@ class VectorStore:
             scores, ids = self._index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), k)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
+    def _search_within(
+        self, query: npt.NDArray[np.float32], k: int, within: npt.NDArray[np.int64]
+    ) -> list[tuple[int, float]]:
+        import faiss
+        import numpy as np
+
+        if within.size == 0:
+            return []
+        if within.size <= SUBSET_EXACT:
+            scores = self._similarity(query, within)
+            return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+        params = faiss.SearchParameters()
+        params.sel = faiss.IDSelectorBatch(within)
+        k = min(k, int(within.size))
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        scores, ids = self._index.search(q, k, params=params)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+
     def similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
         """Cosine similarity of the query to each given id that has a vector."""
         with self._lock:
             return self._similarity(query, ids)
 
-    def _similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
+    def _similarity(
+        self, query: npt.NDArray[np.float32], ids: Sequence[int] | npt.NDArray[np.int64]
+    ) -> dict[int, float]:
         import numpy as np
 
         q = np.asarray(query, dtype=np.float32).reshape(-1)

@@ -1,0 +1,236 @@
+"""Indexed files as MCP resources: the template, pages of files, reads, completion, links,
+and change notifications to subscribers (in process; over stdio in test_notifications)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+from mcp_types import ResourceTemplateReference, ResourceUpdatedNotification
+
+from micro_rag_mcp.resource_uri import TEMPLATE, resource_uri
+from micro_rag_mcp.server import build_server
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+from tests.mcpkit import run_client, wait_idle
+
+DEADLINE_S = 30.0
+
+
+def _folder(data: Path) -> None:
+    (data / "notes").mkdir()
+    (data / "notes" / "comets.md").write_text("# Comets\n\nComets have tails of dust and gas.\n")
+    (data / "notes" / "bread.txt").write_text("Knead the bread dough, then let it rise.")
+    (data / "odd name #1?.txt").write_text("A file whose name needs escaping in a URI.")
+
+
+def test_the_template_is_listed_and_every_file_is_a_resource(data: Path) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> tuple[Any, Any]:
+        return await client.list_resource_templates(), await client.list_resources()
+
+    templates, listed = run_client(check, data)
+    assert [t.uri_template for t in templates.resource_templates] == [TEMPLATE]
+    by_name = {r.name: r for r in listed.resources}
+    assert set(by_name) == {"notes/comets.md", "notes/bread.txt", "odd name #1?.txt"}
+    comets = by_name["notes/comets.md"]
+    assert comets.uri == "micro-rag:///notes/comets.md" and comets.mime_type == "text/markdown"
+    assert comets.annotations is not None and comets.annotations.last_modified
+    assert comets.meta is not None and "micro-rag/indexed_at" in comets.meta
+    assert by_name["odd name #1?.txt"].uri == "micro-rag:///odd%20name%20%231%3F.txt"
+
+
+def test_resources_list_comes_a_page_at_a_time(data: Path) -> None:
+    for i in range(130):
+        (data / f"f{i:03}.txt").write_text(f"note number {i}")
+
+    async def pages(client: Client) -> list[list[str]]:
+        seen, cursor = [], None
+        while True:
+            page = await client.list_resources(cursor=cursor)
+            seen.append([r.name for r in page.resources])
+            cursor = page.next_cursor
+            if cursor is None:
+                return seen
+
+    seen = run_client(pages, data)
+    assert [len(p) for p in seen] == [100, 30]
+    assert [n for p in seen for n in p] == [f"f{i:03}.txt" for i in range(130)]
+
+
+def test_reading_a_resource_returns_what_read_returns(data: Path) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> tuple[Any, Any, Any]:
+        whole = await client.read_resource(resource_uri("odd name #1?.txt"))
+        part = await client.read_resource(
+            resource_uri("notes/bread.txt") + "?char_start=16&char_end=21"
+        )
+        tool = await client.call_tool(
+            "read", {"path": "notes/bread.txt", "char_start": 16, "char_end": 21}
+        )
+        return whole, part, tool
+
+    whole, part, tool = run_client(check, data)
+    assert whole.contents[0].text == "A file whose name needs escaping in a URI."
+    content = part.contents[0]
+    assert content.text == "dough" == tool.structured_content["text"]
+    meta = content.meta["micro-rag/read"]
+    assert meta == {k: v for k, v in tool.structured_content.items() if k != "text"}
+
+
+@pytest.mark.parametrize(
+    ("uri", "says"),
+    [
+        ("micro-rag:///missing.txt", "no file"),
+        ("other:///notes/bread.txt", "not a resource of this server"),
+        ("micro-rag:///notes/bread.txt?page=x", "page must be a whole number"),
+        ("micro-rag:///notes/bread.txt?anchor=zz", "not an anchor from search"),
+    ],
+)
+def test_a_bad_resource_read_is_one_sentence(data: Path, uri: str, says: str) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> str:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        return str(caught.value)
+
+    message = run_client(check, data)
+    assert says in message and "\n" not in message
+
+
+def test_paths_are_completed_for_the_template(data: Path) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> list[str]:
+        ref = ResourceTemplateReference(uri=TEMPLATE)
+        done = await client.complete(ref, {"name": "path", "value": "notes/c"})
+        return done.completion.values
+
+    assert run_client(check, data) == ["notes/comets.md"]
+
+
+def test_search_hits_carry_their_resource_and_a_link(data: Path) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> Any:
+        return await client.call_tool("search", {"query": "comets dust", "top_k": 2})
+
+    result = run_client(check, data)
+    hit = result.structured_content["results"][0]
+    assert hit["path"] == "notes/comets.md" and hit["resource"] == resource_uri(hit["path"])
+    links = [c for c in result.content if c.type == "resource_link"]
+    assert links[0].uri == hit["resource"] and links[0].name == "notes/comets.md"
+    assert len({link.uri for link in links}) == len(links)
+
+
+async def _until(events: Any, settled: Callable[[], Awaitable[bool]]) -> list[Any]:
+    """Events until ``settled()`` holds after one (an event of the start-up pass may come
+    first, so the state is looked at, not the count)."""
+    got = []
+    with anyio.fail_after(DEADLINE_S):
+        while True:
+            got.append(await events.__anext__())
+            if await settled():
+                return got
+
+
+def test_subscribers_hear_of_an_edit_once_it_is_indexed_and_others_hear_nothing(
+    data: Path,
+) -> None:
+    _folder(data)
+    comets, bread = resource_uri("notes/comets.md"), resource_uri("notes/bread.txt")
+
+    async def text(client: Client) -> str:
+        try:
+            return str((await client.read_resource(comets)).contents[0].text)  # type: ignore[union-attr]
+        except MCPError as e:
+            return str(e)
+
+    async def check(client: Client) -> list[Any]:
+        async with client.listen(resource_subscriptions=[comets]) as events:
+            (data / "notes" / "bread.txt").write_text("Bake the bread.")  # not subscribed
+            (data / "notes" / "comets.md").write_text("# Comets\n\nTheir tails point away.\n")
+            await client.call_tool("reindex", {})
+
+            async def edited() -> bool:
+                return "Their tails point away." in await text(client)
+
+            got = await _until(events, edited)
+            (data / "notes" / "comets.md").unlink()
+            await client.call_tool("reindex", {})
+
+            async def gone() -> bool:
+                return "no file" in await text(client)
+
+            return got + await _until(events, gone)
+
+    got = run_client(check, data)
+    assert set(got) == {ResourceUpdated(uri=comets)} and ResourceUpdated(uri=bread) not in got
+
+
+def test_list_changed_goes_out_when_files_come_and_go(data: Path) -> None:
+    _folder(data)
+
+    async def check(client: Client) -> list[Any]:
+        async def names() -> set[str]:
+            return {r.name for r in (await client.list_resources()).resources}
+
+        async with client.listen(resources_list_changed=True) as events:
+            (data / "new.md").write_text("A new note.")
+            await client.call_tool("reindex", {})
+
+            async def added() -> bool:
+                return "new.md" in await names()
+
+            got = await _until(events, added)
+            (data / "new.md").rename(data / "renamed.md")
+            await client.call_tool("reindex", {})
+
+            async def renamed() -> bool:
+                return (await names()) & {"new.md", "renamed.md"} == {"renamed.md"}
+
+            return got + await _until(events, renamed)
+
+    assert set(run_client(check, data)) == {ResourcesListChanged()}
+
+
+def test_an_earlier_revision_subscribes_with_resources_subscribe(data: Path) -> None:
+    _folder(data)
+    comets = resource_uri("notes/comets.md")
+    heard: list[Any] = []
+
+    async def handler(message: Any) -> None:
+        heard.append(message)
+
+    async def main() -> str:
+        server = build_server(make_settings(data), FakeEmbedder)
+        async with Client(server, mode="legacy", message_handler=handler) as client:
+            await wait_idle(client)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.subscribe_resource(comets)
+            (data / "notes" / "bread.txt").write_text("Bake the bread.")
+            (data / "notes" / "comets.md").write_text("# Comets\n\nTheir tails point away.\n")
+            await client.call_tool("reindex", {})
+            text, seen = "", 0
+            with anyio.fail_after(DEADLINE_S):  # (an update from the start-up pass may come first)
+                while "Their tails" not in text:
+                    while len(heard) == seen:
+                        await anyio.sleep(0.02)
+                    seen = len(heard)
+                    text = str((await client.read_resource(comets)).contents[0].text)  # type: ignore[union-attr]
+            return text
+
+    text = anyio.run(main)
+    updates = {m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification)}
+    assert updates == {comets} and "Their tails point away." in text

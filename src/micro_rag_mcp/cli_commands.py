@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
-from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.layout import IndexPaths, check_index_folder
 from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts, store_from_args
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -48,8 +48,13 @@ class NoIndex(MicroRagError):
 # -- settings ---------------------------------------------------------------------------
 
 
-def _folders(args: argparse.Namespace) -> tuple[Path, Path]:
-    return check_folders(args.folder, args.index_folder, "FOLDER")
+def _folders(args: argparse.Namespace, *, local: bool = True) -> tuple[Path, Path]:
+    """The data and index folders; ``local``: the index lives in the index folder, which
+    must then be ours (``layout.check_index_folder``)."""
+    data, index = check_folders(args.folder, args.index_folder, "FOLDER")
+    if local:
+        check_index_folder(index, given=args.index_folder is not None)
+    return data, index
 
 
 def _reader_settings(args: argparse.Namespace) -> Settings:
@@ -74,7 +79,7 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
 
 
 def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) -> Settings:
-    data, index = _folders(args)
+    data, index = _folders(args, local=store is None)
     recorded = _store_identity(store).get("chunking", "") if store else None
     size, overlap = _index_chunking(IndexPaths(index), recorded)
     size = args.chunk_size if args.chunk_size is not None else size

@@ -252,13 +252,25 @@ def check_store_chunking(settings: Settings) -> None:
         raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
 
 
-def create_index_folder(settings: Settings) -> None:
-    """Make the index folder once every flag is accepted, or raise ConfigError."""
+def create_index_folder(settings: Settings, *, given: bool) -> None:
+    """Make the index folder (with its marker) once every flag is accepted, or raise
+    ConfigError; a folder that is not ours is refused first (``layout``), untouched.
+
+    ``given``: it was named with ``--index-folder``."""
+    from micro_rag_mcp.errors import IndexWriteError
+    from micro_rag_mcp.layout import check_index_folder, ensure_folder
+
     index = settings.index_folder
+    check_index_folder(index, given=given)
+    existed = index.is_dir()
     try:
-        index.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"--index-folder {index}: cannot be created ({e.strerror or e})") from e
+        ensure_folder(index)
+    except IndexWriteError as e:
+        if not existed:
+            why = getattr(e.__cause__, "strerror", None) or e.__cause__ or e
+            raise ConfigError(f"--index-folder {index}: cannot be created ({why})") from e
+        # An index of ours on a read-only disk: it is served as it is.
+        logger.warning("cannot mark %s as an index folder (%s)", index, e)
 
 
 def configure_logging(verbosity: int) -> None:
@@ -292,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from_args(args)
         store = store_from_args(args)
         if store is None:
-            create_index_folder(settings)
+            create_index_folder(settings, given=args.index_folder is not None)
         else:
             check_store_chunking(settings)
     except ConfigError as e:

@@ -11,7 +11,7 @@ import pytest
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.indexer import EMBED_BATCH
-from micro_rag_mcp.model import ModelHandle, Preload
+from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
@@ -194,24 +194,3 @@ def test_a_failing_query_embedding_fails_the_search_with_its_own_error(data: Pat
             engine.search("cargo vessel")
     finally:
         engine.stop()
-
-
-def test_a_preloaded_model_is_the_handles_and_so_is_its_failure() -> None:
-    release = threading.Event()
-
-    def slow_load() -> FakeEmbedder:
-        release.wait(30)
-        return FakeEmbedder()
-
-    preload = Preload(slow_load)  # the load begins now, before any handle exists
-    model = ModelHandle(preload.result)
-    assert model.get(0.0) is None and model.state is ModelState.LOADING
-    release.set()
-    assert isinstance(model.get(30.0), FakeEmbedder) and model.state is ModelState.READY
-
-    def broken() -> FakeEmbedder:
-        raise ModelUnavailable("no weights here")
-
-    failed = ModelHandle(Preload(broken).result)
-    assert failed.get(30.0) is None and failed.state is ModelState.FAILED
-    assert failed.error is not None and "no weights here" in failed.error

@@ -244,7 +244,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
-PRELOAD_JOIN_S = 60.0  # the longest a stopping server waits for a model load under way
 
 
 def check_store_chunking(settings: Settings) -> None:
@@ -322,8 +321,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from micro_rag_mcp.stdio import StopSignals, serve_stdio
 
     signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.model import Preload
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -331,23 +328,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = settings.index_folder if store is None else None
 
     def load() -> Embedder:
+        from micro_rag_mcp.embedder import load_embedder
+
         return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
 
-    # The model loads while the MCP SDK is imported (most of the time to the handshake):
-    # the first search waits for it, and it is often the last thing that search waits for.
-    preload = Preload(load)
-    try:
-        from micro_rag_mcp.server import build_server
+    # The model loads once the handshake is answered (server.StartAfterHandshake): begun
+    # before it, its load competed with the SDK's import and made the handshake slower.
+    from micro_rag_mcp.server import build_server
 
-        greet_a_person(settings)
-        if store is None:
-            logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
-        else:
-            logger.info("serving the store %s", store.url)
-        folder = settings.data_folder if args.data_folder is not None else None
-        serve_stdio(build_server(settings, preload.result, store, folder=folder), signals)
-    finally:
-        # A stop before the engine started, or a failure to build the server, leaves no
-        # one else to wait for the load; it takes about a second.
-        preload.join(PRELOAD_JOIN_S)
+    greet_a_person(settings)
+    if store is None:
+        logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+    else:
+        logger.info("serving the store %s", store.url)
+    folder = settings.data_folder if args.data_folder is not None else None
+    serve_stdio(build_server(settings, load, store, folder=folder), signals)
     return 0

@@ -65,6 +65,12 @@ class SyncCounts:
             elapsed_ms=int((time.monotonic() - started) * 1000),
         )
 
+    def left_as_it_was(self, *, ok: bool) -> None:
+        """A file whose stamp or text says it has not changed: counted unchanged if it is
+        indexed; one that failed stays among the failures the report lists, once."""
+        if ok:
+            self.unchanged += 1
+
     def take_stale(self) -> list[int]:
         """The stale ids gathered so far, leaving the list to gather more.
 
@@ -103,6 +109,7 @@ def sync_files(
     """
     counts = counts if counts is not None else SyncCounts()
     known = catalog.stamps()
+    failed_before = {p for p, _ in catalog.failures()}
     listing = scan(scan_rules(settings), scope)
     found = listing.files
     gone = gone_paths(known, listing, scope)
@@ -118,7 +125,12 @@ def sync_files(
             return reader.read(path, max_bytes=settings.max_file_bytes)
 
         for done, f in enumerate(found, len(gone) + 1):
-            was_read = _sync_one(catalog, settings, read, f, known.get(f.rel), force, counts)
+            stamp = known.get(f.rel)
+            if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
+                counts.left_as_it_was(ok=f.rel not in failed_before)
+                was_read = False
+            else:
+                was_read = _sync_one(catalog, settings, read, f, stamp, force, counts)
             if progress and (was_read or done % QUIET_STEP == 0 or done == total):
                 progress(Progress("reading", done, total, f.rel))
     return counts
@@ -139,10 +151,8 @@ def _sync_one(
     force: bool,
     counts: SyncCounts,
 ) -> bool:
-    """Bring one file in line; False if its stamp said it is unchanged (nothing was read)."""
-    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
-        counts.unchanged += 1
-        return False
+    """Bring one file in line whose stamp does not say it is unchanged; True (it was read,
+    unless it was gone)."""
     rec = catalog.file_record(f.rel) if stamp is not None else None
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
@@ -161,7 +171,7 @@ def _sync_one(
     checksum = text_checksum(text)
     if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
         catalog.touch_file(f.rel, size, f.mtime_ns)
-        counts.unchanged += 1
+        counts.left_as_it_was(ok=True)
         return True
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
     _store(catalog, counts, record, chunks)

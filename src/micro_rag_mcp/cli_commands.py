@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.layout import IndexPaths, check_index_folder
 from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts, store_from_args
+from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -219,6 +220,8 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
     config = store_from_args(args, args.shard)
     if config is None and args.shard is not None:
         raise ConfigError("--shard applies only with --store")
+    if args.glob is not None:
+        PathGlob(args.glob, name="--glob")  # refused in the flag's name, before any work
     settings = _index_settings(args, config)
     display = screens.index_display()
     engine: Store
@@ -236,7 +239,7 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
             )
     finally:
         display.close()
-    result = reindex_result(report, args.glob, settings.exts)
+    result = reindex_result(report, args.glob, settings.exts, glob_name="--glob")
     screens.report(result, engine.state().model_status)
     return 0
 

@@ -168,8 +168,13 @@ def search_result(outcome: SearchOutcome) -> SearchResult:
 
 
 def reindex_result(
-    report: ReindexReport, path_glob: str | None = None, exts: Sequence[str] = ()
+    report: ReindexReport,
+    path_glob: str | None = None,
+    exts: Sequence[str] = (),
+    *,
+    glob_name: str = "path_glob",
 ) -> ReindexResult:
+    """The tool's result; ``glob_name``: what the caller called the glob (``--glob``)."""
     return ReindexResult(
         files_added=report.files_added,
         files_updated=report.files_updated,
@@ -179,19 +184,19 @@ def reindex_result(
         chunks_total=report.chunks_total,
         chunks_embedded=report.chunks_embedded,
         elapsed_ms=report.elapsed_ms,
-        notices=_reindex_notices(report, path_glob, exts),
+        notices=_reindex_notices(report, path_glob, exts, glob_name),
     )
 
 
 def _reindex_notices(
-    report: ReindexReport, path_glob: str | None, exts: Sequence[str]
+    report: ReindexReport, path_glob: str | None, exts: Sequence[str], glob_name: str
 ) -> list[str]:
     """An empty scope is a legitimate answer, but one a caller should not have to infer."""
     seen = report.files_added + report.files_updated + report.files_removed
     if path_glob is None or seen + report.files_unchanged or report.files_failed:
         return []
     notice = (
-        f"path_glob {shown(path_glob)} matches no file of the {len(exts)} indexed types "
+        f"{glob_name} {shown(path_glob)} matches no file of the {len(exts)} indexed types "
         "(--exts) in the data folder; nothing was read or removed"
     )
     if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):

@@ -74,6 +74,7 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
     return Settings(
         data_folder=data,
         index_folder=index,
+        exts=_index_scope(IndexPaths(index)).get("exts", DEFAULT_EXTS),
         model_wait_s=0.0,
         model_precision=_index_precision(IndexPaths(index)),
     )

@@ -333,6 +333,7 @@ class Engine:
                 page=page,
                 max_chars=max_chars,
                 indexing=indexing,
+                exts=self.settings.exts,
             )
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e

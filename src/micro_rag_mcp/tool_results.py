@@ -83,7 +83,8 @@ class IndexStatus(BaseModel):
     chunks_with_vectors: int
     model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
     watch: str = Field(
-        description="How the index follows the folder: 'watching', 'polling every N s', "
+        description="How the index follows the folder: 'starting' (for a moment after the "
+        "start), 'watching', 'polling every N s', "
         "'standby: another process watches this folder', 'off here: another process watches "
         "this folder' (this process does not watch; another does) or 'off'."
     )

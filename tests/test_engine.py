@@ -12,6 +12,7 @@ from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.indexer import EMBED_BATCH
 from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.pipeline import Steps
 from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
@@ -122,6 +123,30 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     assert len(saved) == embedder.embedded
     assert set(saved.ids().tolist()) <= chunk_ids(data / "index")
     assert not eng.state().indexing
+
+
+def test_the_reading_progress_keeps_up_with_the_files_while_a_step_embeds(data: Path) -> None:
+    for i in range(8):
+        write(data / f"note{i}.txt", f"Note number {i} about topic {i}.")
+    embedder = GatedEmbedder()
+    embedder.gate.clear()  # the first step is held while reading goes on
+    eng = Engine(make_settings(data), lambda: embedder, steps=Steps(size=1))
+    eng.start()
+    try:
+        eventually(embedder.held.is_set, "a step is held")
+        eventually(lambda: eng.state().files_indexed == 8, "every file is read")
+
+        def says_all_read() -> bool:  # the last file's progress follows its commit
+            state = eng.state()
+            return (state.phase, state.done, state.total, state.files_indexed) == (
+                "reading", 8, 8, 8,
+            )  # fmt: skip
+
+        eventually(says_all_read, "the progress says every file is read, as the index does")
+        assert embedder.held.is_set() and not embedder.gate.is_set()  # the step still runs
+    finally:
+        embedder.gate.set()
+        eng.stop()
 
 
 def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching_on(

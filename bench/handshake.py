@@ -22,7 +22,10 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from bench.perf_common import Row
 
 BARE = (
     "from mcp.server import MCPServer\n"
@@ -84,6 +87,48 @@ def notes(data: Path) -> Path:
     return data
 
 
+@dataclass(frozen=True, slots=True)
+class Side:
+    ours: list[float]
+    bare: list[float]
+    load: tuple[float, float]  # load average before and after
+
+    @property
+    def ratios(self) -> list[float]:
+        return sorted(a / b for a, b in zip(self.ours, self.bare, strict=True))
+
+
+def side_by_side(data: Path, rounds: int) -> Side:
+    """``rounds`` pairs, ours then bare, after one of each that is not counted (the first
+    start makes the index folder and keeps its model graph)."""
+    data = notes(data)
+    handshake_s("ours", data)
+    handshake_s("bare", data)
+    ours, bare = [], []
+    load = os.getloadavg()[0]
+    for _ in range(rounds):
+        ours.append(handshake_s("ours", data))
+        bare.append(handshake_s("bare", data))
+    return Side(ours, bare, (load, os.getloadavg()[0]))
+
+
+def rows(data: Path, rounds: int, section: str) -> list[Row]:
+    """The rows of ``bench.perf``'s indexing section."""
+    side = side_by_side(data, rounds)
+    ratios = side.ratios
+    return [
+        Row(
+            section,
+            "MCP handshake, ours against a bare MCPServer, side by side",
+            f"{statistics.median(ratios):.2f}x",
+            "",
+            f"median of {rounds} pairs ({ratios[0]:.2f}-{ratios[-1]:.2f}); ours "
+            f"{statistics.median(side.ours):.2f} s, bare {statistics.median(side.bare):.2f} s; "
+            f"load {side.load[0]:.1f}-{side.load[1]:.1f} on {os.cpu_count()} cores",
+        )
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data-folder", type=Path, required=True)
@@ -94,19 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.once:
         print(f"{handshake_s(args.once, data):.3f}")
         return 0
-    handshake_s("ours", data)  # a first start makes the index folder and its model graph
-    handshake_s("bare", data)
-    ours, bare = [], []
-    load = os.getloadavg()[0]
-    for _ in range(args.rounds):
-        ours.append(handshake_s("ours", data))
-        bare.append(handshake_s("bare", data))
-    ratios = sorted(a / b for a, b in zip(ours, bare, strict=True))
+    side = side_by_side(data, args.rounds)
+    ratios = side.ratios
     print(
-        f"handshake, median of {args.rounds}: ours {statistics.median(ours):.3f} s, "
-        f"bare MCPServer {statistics.median(bare):.3f} s; ratio median "
+        f"handshake, median of {args.rounds}: ours {statistics.median(side.ours):.3f} s, "
+        f"bare MCPServer {statistics.median(side.bare):.3f} s; ratio median "
         f"{statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f}); "
-        f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        f"load average {side.load[0]:.1f} -> {side.load[1]:.1f} on {os.cpu_count()} cores"
     )
     return 0
 

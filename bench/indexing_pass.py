@@ -226,10 +226,11 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
     tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
     from micro_rag_mcp.catalog import Catalog, FileRecord
     from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.indexer import _extract, embedding_text, scan_rules
+    from micro_rag_mcp.indexer import _extract, scan_rules
     from micro_rag_mcp.isolation import IsolatedReader
     from micro_rag_mcp.scanner import scan
     from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.vector_text import embedding_text
 
     assert isinstance(settings, Settings)
     files = scan(scan_rules(settings)).files
@@ -263,15 +264,17 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
 
 
 def _embedded_texts(index: Path) -> tuple[list[int], list[str]]:
-    """Each chunk id of the index and what the pass embedded for it, in chunk order."""
+    """Each vector key of the index and what the pass embedded for it, in chunk order."""
     import sqlite3
 
-    from micro_rag_mcp.indexer import embedding_text
+    from micro_rag_mcp.vector_text import embedding_text
 
     conn = sqlite3.connect(index / "catalog.sqlite3")
-    rows = conn.execute("SELECT id, title, text FROM chunks ORDER BY id").fetchall()
+    rows = conn.execute(
+        "SELECT vkey, title, text FROM chunks GROUP BY vkey ORDER BY min(id)"
+    ).fetchall()
     conn.close()
-    return [cid for cid, _, _ in rows], [embedding_text(title, text) for _, title, text in rows]
+    return [key for key, _, _ in rows], [embedding_text(title, text) for _, title, text in rows]
 
 
 def profile_rows(name: str, out: dict[str, Any]) -> list[Row]:

@@ -33,8 +33,8 @@ def chunk_texts(folder: Path, index: Path) -> list[str]:
     """What a first index of ``folder`` embeds, chunk by chunk in the order of storing."""
     from micro_rag_mcp.engine import Engine
     from micro_rag_mcp.errors import ModelUnavailable
-    from micro_rag_mcp.indexer import embedding_text
     from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.vector_text import embedding_text
 
     def no_model() -> object:
         raise ModelUnavailable("keyword only")

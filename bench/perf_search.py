@@ -44,6 +44,7 @@ from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.search import SearchParams
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vector_text import VECTOR_IDS
 from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger("bench")
@@ -213,11 +214,18 @@ def rare_token(file_no: int) -> str:
 
 def _write_vectors(paths: IndexPaths, size: int) -> None:
     store = VectorStore(paths.vectors, DIMENSION, graph_path=paths.graph, approximate_from=1)
+    catalog = Catalog.open(paths.catalog)
+    try:  # vectors are keyed by their chunk's text, in the order the chunks were stored
+        _, stored = catalog.id_keys()
+        catalog.set_meta("vector_ids", VECTOR_IDS)
+    finally:
+        catalog.close()
+    _, first = np.unique(stored, return_index=True)
+    keys = stored[np.sort(first)]
     step = 100_000
-    for start in range(0, size, step):
-        count = min(step, size - start)
-        ids = list(range(start + 1, start + count + 1))  # chunk ids follow insertion order
-        store.add(ids, clustered_vectors(count, seed=start + 1))
+    for start in range(0, len(keys), step):
+        batch = keys[start : start + step]
+        store.add(batch.tolist(), clustered_vectors(len(batch), seed=start + 1))
     started = time.perf_counter()
     store.refresh_graph()
     print(f"# search: graph of {size} in {time.perf_counter() - started:.0f} s", file=sys.stderr)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.indexer import embedding_text
+from micro_rag_mcp.vector_text import embedding_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,8 +37,8 @@ class StoredVectors:
         self.embedder = embedder
         flat = faiss.read_index(str(index / "faiss.index"))
         uri = f"file:{index / 'catalog.sqlite3'}?mode=ro"
-        with sqlite3.connect(uri, uri=True) as db:
-            rows = db.execute("SELECT id, title, text FROM chunks").fetchall()
+        with sqlite3.connect(uri, uri=True) as db:  # vectors are keyed by their text's key
+            rows = db.execute("SELECT vkey, title, text FROM chunks GROUP BY vkey").fetchall()
         held = set(faiss.vector_to_array(flat.id_map).tolist())
         rows = [r for r in rows if r[0] in held]
         ids = np.asarray([r[0] for r in rows], dtype=np.int64)

@@ -198,7 +198,7 @@ def titled_copy(ws: Workspace, dataset: Dataset) -> Workspace:
 def headed_copy(ws: Workspace, dataset: Dataset, embedder: Embedder) -> Workspace:
     """A copy of the index whose later chunks were embedded with the title in front."""
     from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.vectors import VectorStore
+    from micro_rag_mcp.vector_text import vector_key
 
     target = ws.root.with_name(ws.root.name + "-headed")
     settings = replace(ws.settings, index_folder=target / "index")
@@ -211,21 +211,20 @@ def headed_copy(ws: Workspace, dataset: Dataset, embedder: Embedder) -> Workspac
     catalog = target / "index" / "catalog.sqlite3"
     conn = sqlite3.connect(catalog)
     rows = conn.execute(
-        "SELECT c.id, f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+        "SELECT c.id, f.path, c.title, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
         "WHERE c.chunk_index > 0"
     ).fetchall()
     doc_of = ws.doc_of_path
+    headed = [
+        (f"{dataset.corpus[doc_of[path]][0].strip()}\n\n{text}", title, cid)
+        for cid, path, title, text in rows
+    ]
     with conn:  # no FTS trigger fires on UPDATE: the keyword index keeps the original text
+        # The new key makes the pass below embed the headed text (vectors follow their key).
         conn.executemany(
-            "UPDATE chunks SET text = ? WHERE id = ?",
-            [
-                (f"{dataset.corpus[doc_of[path]][0].strip()}\n\n{text}", cid)
-                for cid, path, text in rows
-            ],
+            "UPDATE chunks SET text = ?, vkey = ? WHERE id = ?",
+            [(text, vector_key(title, text), cid) for text, title, cid in headed],
         )
-    store = VectorStore.load(target / "index" / "faiss.index", embedder.dimension)
-    store.remove([cid for cid, _, _ in rows])
-    store.save()
     engine = Engine(settings, lambda: embedder)
     engine.load_model()
     report = engine.reindex()  # the files are unchanged: only the missing vectors are made
@@ -234,7 +233,8 @@ def headed_copy(ws: Workspace, dataset: Dataset, embedder: Embedder) -> Workspac
     )
     engine.stop()
     with conn:
-        conn.executemany("UPDATE chunks SET text = ? WHERE id = ?", [(t, c) for c, _, t in rows])
+        # The original text back, the headed text's key kept: its vector serves the chunk.
+        conn.executemany("UPDATE chunks SET text = ? WHERE id = ?", [(t, c) for c, _, _, t in rows])
     conn.close()
     (target / "done").write_text(str(report.chunks_embedded))
     return headed

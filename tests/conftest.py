@@ -12,6 +12,31 @@ from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.settings import Settings
 from tests.fakes import FakeEmbedder
 
+# Modules whose tests start the real model, subprocesses, milvus-lite, the real watcher or
+# the crash harness: marked ``slow``, so ``pytest -m "not slow"`` is the quick inner loop.
+SLOW_MODULES = frozenset(
+    {
+        "test_at_work",
+        "test_cli",
+        "test_crash",
+        "test_e2e_stdio",
+        "test_embedder",
+        "test_graph_cache",
+        "test_milvus",
+        "test_shutdown",
+        "test_terminal",
+        "test_two_processes",
+        "test_watch",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 # The Ctrl+C tests send SIGINT as a terminal would. A suite started as a background job of
 # a non-interactive shell inherits SIGINT ignored, and so would every process it starts
 # (an ignored signal stays ignored across exec): give this process Python's own handler,

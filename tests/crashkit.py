@@ -219,10 +219,10 @@ def check(folder: Folder) -> Verdict:
 
 def _dangling(index: Path) -> int:
     conn = sqlite3.connect(index / "catalog.sqlite3")
-    chunk_ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
+    chunk_keys = {int(r[0]) for r in conn.execute("SELECT vkey FROM chunks")}
     conn.close()
     vector_ids = {int(i) for i in VectorStore.load(index / "faiss.index", 64).ids()}
-    return len(chunk_ids ^ vector_ids)
+    return len(chunk_keys ^ vector_ids)
 
 
 def run_kills(root: Path, instants: int, seed: int) -> tuple[int, int, list[str]]:

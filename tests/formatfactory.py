@@ -137,3 +137,107 @@ def make_ipynb(path: Path, cells: Sequence[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(notebook_json(cells), encoding="utf-8")
     return path
+
+
+def text_image(lines: Sequence[str], *, dpi: int = 150) -> Any:
+    """A PIL image of ``lines`` printed in 14 pt Helvetica, as a scanner would see them."""
+    import io
+
+    import pypdfium2 as pdfium
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    size = (460.0, 40.0 + 22.0 * len(lines))
+    pdf = canvas.Canvas(buf, pagesize=size, invariant=True)
+    pdf.setFont("Helvetica", 14)
+    for i, line in enumerate(lines):
+        pdf.drawString(20, size[1] - 30 - 22 * i, line)
+    pdf.showPage()
+    pdf.save()
+    document = pdfium.PdfDocument(buf.getvalue())
+    try:
+        return document[0].render(scale=dpi / 72).to_pil().convert("L")
+    finally:
+        document.close()
+
+
+def make_scanned_pdf(path: Path, pages: Sequence[tuple[str, Sequence[str]]]) -> Path:
+    """A PDF whose pages each have a text layer (first item, "" for none) and an image
+    of the printed lines (second item, empty for none)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), pagesize=A4, invariant=True)
+    for layer, lines in pages:
+        if lines:
+            image = text_image(lines)
+            width = 460.0
+            height = width * image.height / image.width
+            pdf.drawImage(ImageReader(image), 60, A4[1] - 80 - height, width=width, height=height)
+        if layer:
+            pdf.setFont("Helvetica", 12)
+            pdf.drawString(60, 60, layer)
+        pdf.showPage()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.save()
+    return path
+
+
+ODF_NAMESPACES = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+    'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+    'xmlns:meta="urn:oasis:names:tc:opendocument:xmlns:meta:1.0"'
+)
+ODF_MIMETYPES = {
+    "text": "application/vnd.oasis.opendocument.text",
+    "spreadsheet": "application/vnd.oasis.opendocument.spreadsheet",
+    "presentation": "application/vnd.oasis.opendocument.presentation",
+}
+
+
+def make_odf(path: Path, kind: str, body: str, *, title: str = "") -> Path:
+    """An OpenDocument package of ``kind`` (text, spreadsheet, presentation) whose
+    ``office:<kind>`` element holds ``body``, laid out as LibreOffice writes it."""
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ODF_NAMESPACES} '
+        f'office:version="1.3"><office:body><office:{kind}>{body}</office:{kind}>'
+        "</office:body></office:document-content>"
+    )
+    meta = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-meta {ODF_NAMESPACES}>'
+        f"<office:meta><dc:title>{title}</dc:title></office:meta></office:document-meta>"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("mimetype", ODF_MIMETYPES[kind], compress_type=zipfile.ZIP_STORED)
+        z.writestr("content.xml", content)
+        z.writestr("meta.xml", meta)
+        z.writestr("META-INF/manifest.xml", '<?xml version="1.0"?><manifest/>')
+    return path
+
+
+def ods_row(*cells: str, repeat: int = 1) -> str:
+    """A spreadsheet row of text cells (``""`` an empty one)."""
+    inner = "".join(
+        f"<table:table-cell><text:p>{c}</text:p></table:table-cell>" if c else "<table:table-cell/>"
+        for c in cells
+    )
+    rep = f' table:number-rows-repeated="{repeat}"' if repeat > 1 else ""
+    return f"<table:table-row{rep}>{inner}</table:table-row>"
+
+
+def make_blank_scan(path: Path) -> Path:
+    """A PDF whose one page is a white image: a scan with no words, with or without OCR."""
+    from PIL import Image
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    pdf = canvas.Canvas(str(path), invariant=True)
+    pdf.drawImage(ImageReader(Image.new("L", (300, 200), 255)), 50, 50, width=300, height=200)
+    pdf.save()
+    return path

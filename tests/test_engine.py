@@ -17,7 +17,8 @@ from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
+from tests.indexkit import chunk_keys, vector_ids
+from tests.test_indexer import catalog_rows, write
 
 
 def test_model_handle_loads_once_in_the_background_and_reports_its_state() -> None:
@@ -102,7 +103,7 @@ def test_refresh_looks_only_at_the_given_paths(engine: Engine, data: Path) -> No
     report = engine.refresh(["a.txt", "notes"])  # a folder takes what is under it
     assert (report.files_updated, report.files_removed, report.files_unchanged) == (1, 1, 0)
     assert catalog_rows(data / "index") == {"a.txt": ["Apricots."], "b.txt": ["Bananas."]}
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
     with pytest.raises(InvalidArgument):
         engine.refresh(["../outside.txt"])
 
@@ -121,7 +122,7 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     assert 0 < embedder.embedded <= EMBED_BATCH  # one step: the files read by then, 16 at most
     saved = VectorStore.load(data / "index" / "faiss.index", 64)
     assert len(saved) == embedder.embedded
-    assert set(saved.ids().tolist()) <= chunk_ids(data / "index")
+    assert set(saved.ids().tolist()) <= chunk_keys(data / "index")
     assert not eng.state().indexing
 
 
@@ -158,7 +159,8 @@ def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching
     eng.start()
     try:
         report = eng.reindex()  # before the watcher is even ready
-        assert report.files_added == 0 and report.files_unchanged == 5  # start-up did them
+        # Answered by the start-up pass: the watcher takes what changes after it read.
+        assert report.files_added == 5 and report.files_unchanged == 0
         eventually(lambda: not eng.state().indexing)
         assert eng.state().files_indexed == 5
     finally:

@@ -18,12 +18,12 @@ from tests.docfactory import (
     make_docx,
     make_encrypted_pdf,
     make_garbage_file,
-    make_image_only_pdf,
     make_pdf,
     make_truncated_pdf,
     make_zip_bomb_docx,
 )
 from tests.fakes import FakeEmbedder
+from tests.formatfactory import make_blank_scan
 
 ODD_NAMES = ["with space.txt", "ünïcödé ファイル.md", "new\nline.txt"]
 DEEP = "/".join(["deep"] * 100) + "/bottom.txt"
@@ -47,7 +47,7 @@ def build(data: Path, outside: Path) -> None:
     make_truncated_pdf(data / "truncated.pdf", ["Page one of a PDF that will be cut."] * 3)
     make_encrypted_pdf(data / "password.pdf", "s3cret", ["Hidden text."])
     make_encrypted_pdf(data / "open-encrypted.pdf", "", ["Readable encrypted text."])
-    make_image_only_pdf(data / "scanned.pdf")
+    make_blank_scan(data / "scanned.pdf")  # no words: a reason with or without OCR
     (data / "notzip.docx").write_bytes(b"This is not a zip archive at all.")
     make_zip_bomb_docx(data / "bomb.docx")
     (data / "binary.txt").write_bytes(bytes(range(256)) * 64)

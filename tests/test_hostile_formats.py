@@ -12,7 +12,7 @@ import pytest
 
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import Document, read_document
+from micro_rag_mcp.readers import FORMATS, Document, read_document
 from micro_rag_mcp.readers.data import MAX_COLUMNS
 from micro_rag_mcp.readers.web import MAX_HTML_DEPTH, read_html
 from tests.docfactory import MIB, make_docx, make_zip
@@ -64,12 +64,7 @@ def forbid_expanding(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     ("suffix", "member"),
-    [
-        (".xlsx", "xl/workbook.xml"),
-        (".pptx", "ppt/presentation.xml"),
-        (".epub", "META-INF/container.xml"),
-        (".docx", "word/document.xml"),
-    ],
+    [(suffix, fmt.zip_member) for fmt in FORMATS if fmt.zip_member for suffix in fmt.suffixes],
 )
 def test_every_zip_format_is_vetted_before_a_library_opens_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str, member: str

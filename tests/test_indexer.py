@@ -12,11 +12,13 @@ import pytest
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
-from micro_rag_mcp.indexer import document_title, embedding_text, sync_files, vector_space
+from micro_rag_mcp.indexer import document_title, sync_files, vector_space
 from micro_rag_mcp.layout import IndexPaths, open_for_writing
+from micro_rag_mcp.vector_text import embedding_text
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.indexkit import chunk_keys, vector_ids
 
 
 def write(path: Path, text: str, mtime: float | None = None) -> Path:
@@ -40,11 +42,6 @@ def catalog_rows(index: Path) -> dict[str, list[str]]:
     return out
 
 
-def vector_ids(index: Path) -> set[int]:
-    store = VectorStore.load(index / "faiss.index", 64)
-    return {int(i) for i in store.ids()}
-
-
 def chunk_ids(index: Path) -> set[int]:
     conn = sqlite3.connect(index / "catalog.sqlite3")
     ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
@@ -61,7 +58,7 @@ def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(
     assert (report.files_added, report.files_updated, report.files_removed) == (2, 0, 0)
     assert report.chunks_total == 2
     assert set(catalog_rows(data / "index")) == {"a.txt", "notes/b.md"}
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_reindex_skips_unchanged_files_without_reading_them(engine: Engine, data: Path) -> None:
@@ -97,7 +94,7 @@ def test_modified_file_replaces_its_chunks_and_vectors(engine: Engine, data: Pat
     assert report.files_updated == 1
     assert catalog_rows(data / "index") == {"a.txt": ["Cherries are small and red."]}
     assert chunk_ids(data / "index").isdisjoint(old)
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_deleted_file_leaves_catalog_vectors_and_results(engine: Engine, data: Path) -> None:
@@ -108,7 +105,7 @@ def test_deleted_file_leaves_catalog_vectors_and_results(engine: Engine, data: P
     report = engine.reindex()
     assert report.files_removed == 1
     assert set(catalog_rows(data / "index")) == {"b.txt"}
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
     hits = engine.search("apples trees", top_k=5, score_threshold=0.0).hits
     assert all(h.chunk.path != "a.txt" for h in hits)
 
@@ -147,7 +144,9 @@ def test_a_stamp_taken_right_after_a_write_is_checked_again_by_content(
     assert catalog_rows(data / "index") == {"a.txt": ["Version two of the text."]}
 
 
-def test_force_re_reads_and_re_embeds_everything_in_scope(data: Path) -> None:
+def test_force_re_reads_everything_in_scope_and_embeds_only_text_without_a_vector(
+    data: Path,
+) -> None:
     embedder = FakeEmbedder()
     eng = Engine(make_settings(data), lambda: embedder)
     eng.load_model()
@@ -157,7 +156,12 @@ def test_force_re_reads_and_re_embeds_everything_in_scope(data: Path) -> None:
     first = embedder.embedded
     report = eng.reindex(force=True, path_glob="a.txt")
     assert report.files_updated == 1 and report.files_unchanged == 0
-    assert embedder.embedded - first == 1  # only a.txt's one chunk
+    assert embedder.embedded == first and report.chunks_embedded == 0  # the text is the same
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
+    write(data / "a.txt", "Apricots.", mtime=2e6)
+    report = eng.reindex(force=True)
+    assert report.files_updated == 2 and embedder.embedded - first == 1  # a.txt's new text
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_unreadable_file_is_recorded_with_reason_and_not_retried_until_it_changes(
@@ -187,7 +191,7 @@ def test_chunking_change_re_chunks_every_file(data: Path) -> None:
     report = second.reindex()
     assert report.files_updated == 1
     assert len(catalog_rows(data / "index")["long.txt"]) > n_big
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_a_pass_records_which_files_the_index_takes(data: Path) -> None:
@@ -231,7 +235,7 @@ def test_reconcile_rebuilds_missing_vectors_and_drops_orphans(engine: Engine, da
     fresh.load_model()
     report = fresh.reindex()
     assert report.chunks_embedded == 1
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_keyword_search_works_before_any_vector_exists(data: Path) -> None:

@@ -26,7 +26,8 @@ from micro_rag_mcp.results import Progress
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-from tests.test_indexer import catalog_rows, chunk_ids, vector_ids, write
+from tests.indexkit import chunk_keys, vector_ids
+from tests.test_indexer import catalog_rows, chunk_ids, write
 
 FILES = 3 * EMBED_BATCH
 LAST = f"note{FILES - 1:03d}.txt"
@@ -75,7 +76,7 @@ def test_chunks_are_embedded_while_later_files_are_still_read(
     finally:
         engine.stop()
     assert report.files_added == FILES and report.chunks_embedded == FILES
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
     assert any(p.phase == "reading" and p.embedded > 0 for p in seen)
     last = seen[-1]
     assert (last.phase, last.done, last.total) == ("embedding", FILES, FILES)
@@ -97,7 +98,7 @@ def test_keyword_search_sees_each_file_while_embedding_is_held(data: Path) -> No
     finally:
         embedder.gate.set()
         engine.stop()
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
     assert len(chunk_ids(data / "index")) == FILES
 
 
@@ -118,7 +119,7 @@ def test_a_stop_while_both_run_leaves_a_consistent_index_the_next_pass_completes
     assert 0 < embedder.embedded <= EMBED_BATCH  # the step under way ended, no other began
     saved = VectorStore.load(data / "index" / "faiss.index", 64)
     assert len(saved) == embedder.embedded
-    assert set(saved.ids().tolist()) <= chunk_ids(data / "index")
+    assert set(saved.ids().tolist()) <= chunk_keys(data / "index")
     rows = catalog_rows(data / "index")
     assert all(texts == [NOTES[path]] for path, texts in rows.items())
 
@@ -131,7 +132,7 @@ def test_a_stop_while_both_run_leaves_a_consistent_index_the_next_pass_completes
         again.stop()
     assert report.files_added == FILES - len(rows)
     assert len(catalog_rows(data / "index")) == FILES
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 def test_files_read_while_the_model_loads_are_searchable_then_embedded(data: Path) -> None:
@@ -153,7 +154,7 @@ def test_files_read_while_the_model_loads_are_searchable_then_embedded(data: Pat
     finally:
         release.set()
         engine.stop()
-    assert vector_ids(data / "index") == chunk_ids(data / "index")
+    assert vector_ids(data / "index") == chunk_keys(data / "index")
 
 
 class TokenCountingEmbedder(FakeEmbedder):

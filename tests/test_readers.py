@@ -254,9 +254,13 @@ def test_aes_pdf_is_read_without_the_cryptography_package(tmp_path: Path) -> Non
     assert result.stdout.splitlines() == ["Confidential quarterly figures."] * 2
 
 
-def test_image_only_pdf_has_no_extractable_text(tmp_path: Path) -> None:
-    assert refusal(make_image_only_pdf(tmp_path / "scan.pdf", pages=2)) == (
-        "no extractable text (scanned PDF without a text layer?)"
+def test_image_only_pdf_without_ocr_says_how_to_read_it(tmp_path: Path) -> None:
+    from micro_rag_mcp.readers.pdf import read_pdf
+
+    with pytest.raises(ReadError) as info:
+        read_pdf(make_image_only_pdf(tmp_path / "scan.pdf", pages=2), ocr=False)
+    assert str(info.value) == (
+        "no extractable text (a scan? OCR reads scans: pip install 'micro-rag-mcp[ocr]')"
     )
 
 

@@ -234,20 +234,20 @@ def test_vectors_of_a_deleted_catalog_are_never_given_to_its_successor(indexed: 
 
 
 def assert_vectors_match_text(data: Path) -> None:
-    """Every stored vector is the embedding of its own chunk's text."""
+    """Every chunk's vector is the embedding of its own text."""
     import numpy as np
 
-    from micro_rag_mcp.indexer import embedding_text
+    from micro_rag_mcp.vector_text import embedding_text
     from micro_rag_mcp.vectors import VectorStore
 
     conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
-    rows = list(conn.execute("SELECT id, title, text FROM chunks"))
+    rows = list(conn.execute("SELECT vkey, title, text FROM chunks"))
     conn.close()
     store = VectorStore.load(data / "index" / "faiss.index", 64)
     fake = FakeEmbedder()
-    for cid, title, text in rows:
-        got = store.similarity(fake.embed_query(embedding_text(title, text)), [cid])
-        assert np.isclose(got[cid], 1.0, atol=1e-5), (cid, text)
+    for key, title, text in rows:
+        got = store.similarity(fake.embed_query(embedding_text(title, text)), [key])
+        assert np.isclose(got[key], 1.0, atol=1e-5), (key, text)
 
 
 def test_files_in_a_folder_that_cannot_be_listed_are_kept(

@@ -7,6 +7,7 @@ an index that opens with the vectors embedded so far.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.embedder import DIMENSION
@@ -23,6 +25,7 @@ from micro_rag_mcp.vectors import VectorStore
 from tests.docfactory import make_text
 from tests.test_e2e_stdio import server_params
 
+CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 
 
@@ -40,8 +43,8 @@ def write_corpus(data: Path, files: int = 30) -> None:
 class Server:
     """The server as a client would start it, with its stderr collected line by line."""
 
-    def __init__(self, data: Path) -> None:
-        params = server_params(data)
+    def __init__(self, data: Path, *flags: str) -> None:
+        params = server_params(data, *flags)
         self.proc = subprocess.Popen(
             [params.command, *params.args],
             env=params.env,
@@ -59,9 +62,9 @@ class Server:
         for raw in self.proc.stderr:
             self.lines.append(raw.decode(errors="replace"))
 
-    def wait_for_log(self, needle: str, timeout: float = 120.0) -> None:
+    def wait_for_log(self, needle: str, timeout: float = 120.0, count: int = 1) -> None:
         deadline = time.monotonic() + timeout
-        while not any(needle in line for line in self.lines):
+        while sum(needle in line for line in self.lines) < count:
             assert self.proc.poll() is None, "".join(self.lines)
             assert time.monotonic() < deadline, f"no {needle!r} in the log:\n{''.join(self.lines)}"
             time.sleep(0.05)
@@ -108,11 +111,11 @@ def test_server_stopped_while_embedding_exits_0_and_keeps_its_vectors(
     assert float(ready[1]) >= float(loaded[1]), log  # the same load, timed around it
     catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
     try:
-        chunk_ids = set(catalog.chunk_ids())
+        chunk_keys = set(catalog.id_keys()[1].tolist())
     finally:
         catalog.close()
     saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)
-    assert len(saved) > 0 and set(saved.ids().tolist()) <= chunk_ids
+    assert len(saved) > 0 and set(saved.ids().tolist()) <= chunk_keys
 
 
 def test_ctrl_c_while_the_server_starts_exits_0_without_a_traceback(tmp_path: Path) -> None:
@@ -124,3 +127,42 @@ def test_ctrl_c_while_the_server_starts_exits_0_without_a_traceback(tmp_path: Pa
     code, log = server.finish()
     assert code == 0, log
     assert "Traceback" not in log and "SIGINT: stopping" in log, log
+
+
+def send(server: Server, *messages: dict[str, object]) -> None:
+    """JSON-RPC messages on the server's stdin, as a client writes them."""
+    assert server.proc.stdin is not None
+    for message in messages:
+        server.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+    server.proc.stdin.flush()
+
+
+def test_closing_stdin_during_a_clients_reindex_stops_its_pass_and_keeps_vectors(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "docs"
+    write_corpus(data, files=2)  # a short start-up pass
+    server = Server(data, "--no-watch")
+    server.wait_for_log("start-up index: ")
+    write_corpus(data, files=30)  # the client's pass has many steps left after its first
+    hello = {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}
+    send(
+        server,
+        {"id": 1, "method": "initialize", "params": {**hello, "clientInfo": CLIENT_INFO}},
+        {"method": "notifications/initialized"},
+        {"id": 2, "method": "tools/call", "params": {"name": "reindex", "arguments": {}}},
+    )
+    server.wait_for_log("embedded the first ", count=2)  # the client's pass has begun
+    stop(server, "stdin closed")
+    code, log = server.finish()
+    assert code == 0, log
+    assert "terminate called" not in log and "Traceback" not in log, log
+    assert "reindex stopped: the server is stopping" in log, log
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
+    try:
+        chunk_keys = set(catalog.id_keys()[1].tolist())
+    finally:
+        catalog.close()
+    saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)
+    assert set(saved.ids().tolist()) <= chunk_keys
+    assert 20 < len(saved) < len(chunk_keys)  # the start-up pass's and a step or more

@@ -3,8 +3,10 @@
 Files, their chunks (text and citation positions) and the run identity live here. An
 FTS5 table over the chunk text is the keyword channel. Every change of one file is one
 transaction, so a reader (in this process or another) sees a file's old chunks or its
-new ones, never a mix. Chunk ids come from AUTOINCREMENT and are never reused, which is
-what lets the FAISS index (derived data) be reconciled against this table by id alone.
+new ones, never a mix. Chunk ids come from AUTOINCREMENT and are never reused. Each
+chunk also records the key of its vector (``vector_text.vector_key``, a hash of the text it
+is embedded as): the FAISS index (derived data) is keyed by it and reconciled against this
+table by key alone, so a vector outlives a chunk id and serves every chunk of its text.
 """
 
 from __future__ import annotations
@@ -18,14 +20,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.cjk import bigrams, has_cjk
 from micro_rag_mcp.errors import IndexWriteError
+from micro_rag_mcp.vector_text import vector_key
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
+MIGRATES_FROM = frozenset({"3"})  # older schemas this one upgrades in place (see _migrate)
 
 _SCHEMA = """
 BEGIN;
@@ -56,7 +64,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     title       TEXT NOT NULL DEFAULT '',
     text        TEXT NOT NULL,
     section     TEXT,
-    locator     TEXT
+    locator     TEXT,
+    vkey        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
@@ -73,6 +82,9 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
 END;
 -- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicode61');
+-- Paths a watcher saw change while another pass held the index: the pass that holds it
+-- takes them between two files, so a change never waits for a long pass to end.
+CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
@@ -200,8 +212,11 @@ class Catalog:
                     catalog.set_meta("schema_version", SCHEMA_VERSION)
                     catalog.set_meta("catalog_id", uuid.uuid4().hex)
                 catalog.created = True
+            elif stored in MIGRATES_FROM:
+                catalog._migrate(stored)
             elif stored != SCHEMA_VERSION:
                 raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
+            conn.execute("CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey)")
             return catalog
         except CatalogCorrupt:
             conn.close()
@@ -211,6 +226,26 @@ class Catalog:
             if is_damage(e):
                 raise CatalogCorrupt(str(e)) from e
             raise IndexWriteError(f"cannot open the catalog {path}: {e}") from e
+
+    def _migrate(self, stored: str) -> None:
+        """Upgrade a catalog of schema 3 in place, in one transaction: every chunk gets
+        the key of its vector. Its vectors, keyed by chunk id, are re-keyed by
+        ``vector_cache`` (``vector_ids`` in meta says which kind a vector file holds)."""
+        logger.info(
+            "upgrading the catalog %s from schema %s to %s", self.path, stored, SCHEMA_VERSION
+        )
+        with self.transaction() as conn:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
+            if "vkey" not in columns:
+                conn.execute("ALTER TABLE chunks ADD COLUMN vkey INTEGER NOT NULL DEFAULT 0")
+            rows = conn.execute("SELECT id, title, text FROM chunks").fetchall()
+            conn.executemany(
+                "UPDATE chunks SET vkey = ? WHERE id = ?",
+                ((vector_key(title, text), cid) for cid, title, text in rows),
+            )
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,)
+            )
 
     @classmethod
     def open_reader(cls, path: Path) -> Catalog:
@@ -320,6 +355,17 @@ class Catalog:
         rows = self._conn.execute("SELECT path, size, mtime_ns FROM files")
         return {path: (size, mtime_ns) for path, size, mtime_ns in rows}
 
+    def stamps_under(self, paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """``stamps`` of the files at the given paths or under them (folders)."""
+        found: dict[str, tuple[int, int]] = {}
+        for p in paths:
+            rows = self._conn.execute(
+                "SELECT path, size, mtime_ns FROM files WHERE path = ? OR (path > ? AND path < ?)",
+                (p, f"{p}/", f"{p}0"),
+            )
+            found.update({path: (size, mtime_ns) for path, size, mtime_ns in rows})
+        return found
+
     def holds_under(self, folder: str) -> bool:
         """Whether any file is recorded under ``folder`` (relative, no trailing '/')."""
         row = self._conn.execute(
@@ -334,14 +380,15 @@ class Catalog:
         return [(str(p), str(e)) for p, e in rows]
 
     def store_file(self, record: FileRecord, chunks: Sequence[NewChunk]) -> list[int]:
-        """Replace everything known of one file in one transaction; return the old chunk ids."""
+        """Replace everything known of one file in one transaction; return the vector keys
+        of its old chunks."""
         with self.transaction() as conn:
             old = self._delete_chunks(conn, record.path)
             file_id = self._upsert_file(conn, record)
             conn.executemany(
                 "INSERT INTO chunks(file_id, chunk_index, char_start, char_end, line_start, "
-                "line_end, page, title, text, section, locator)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "line_end, page, title, text, section, locator, vkey)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     (
                         file_id,
@@ -355,6 +402,7 @@ class Catalog:
                         c.text,
                         c.section,
                         c.locator,
+                        vector_key(c.title, c.text),
                     )
                     for c in chunks
                 ),
@@ -377,11 +425,34 @@ class Catalog:
             )
 
     def remove_file(self, path: str) -> list[int]:
-        """Forget a file and its chunks in one transaction; return the removed chunk ids."""
+        """Forget a file and its chunks in one transaction; return their vector keys."""
         with self.transaction() as conn:
             old = self._delete_chunks(conn, path)
             conn.execute("DELETE FROM files WHERE path = ?", (path,))
         return old
+
+    def move_files(self, moves: Sequence[tuple[str, str]]) -> None:
+        """Give recorded files new paths, (old, new) pairs, in one transaction; their chunks
+        go with them."""
+        with self.transaction() as conn:
+            conn.executemany("UPDATE files SET path = ? WHERE path = ?", ((n, o) for o, n in moves))
+
+    def add_pending(self, paths: Iterable[str]) -> None:
+        """Note changed paths (relative; a folder stands for what is under it) for the pass
+        that holds the index to take."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO pending(path) VALUES (?)", ((p,) for p in paths)
+            )
+
+    def take_pending(self) -> list[str]:
+        """The noted paths, removed from the note in the same transaction."""
+        if self._conn.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is None:
+            return []  # the usual answer, without a write
+        with self.transaction() as conn:
+            paths = [str(r[0]) for r in conn.execute("SELECT path FROM pending ORDER BY path")]
+            conn.execute("DELETE FROM pending")
+        return paths
 
     def forget_stamps(self) -> None:
         """Make every file look changed, so the next reindex re-reads and re-chunks it."""
@@ -390,19 +461,20 @@ class Catalog:
 
     @staticmethod
     def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:
-        ids = [
+        """Delete one file's chunks; return their vector keys."""
+        keys = [
             int(r[0])
             for r in conn.execute(
-                "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?",
+                "SELECT c.vkey FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?",
                 (path,),
             )
         ]
-        if ids:
+        if keys:
             conn.execute(
                 "DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = ?)",
                 (path,),
             )
-        return ids
+        return keys
 
     @staticmethod
     def _upsert_file(conn: sqlite3.Connection, r: FileRecord) -> int:
@@ -433,10 +505,41 @@ class Catalog:
         row = self._conn.execute("SELECT count(*) FROM chunks WHERE id > ?", (after,)).fetchone()
         return int(row[0])
 
-    def chunk_texts(self, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-        """Title and text of the given chunk ids that still exist."""
-        rows = self._select_ids("SELECT id, title, text FROM chunks WHERE id IN ({})", ids)
-        return {int(cid): (str(title), str(text)) for cid, title, text in rows}
+    def chunk_texts(self, ids: Iterable[int]) -> dict[int, tuple[int, str, str]]:
+        """Vector key, title and text of the given chunk ids that still exist."""
+        rows = self._select_ids("SELECT id, vkey, title, text FROM chunks WHERE id IN ({})", ids)
+        return {int(cid): (int(key), str(title), str(text)) for cid, key, title, text in rows}
+
+    def id_keys(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every chunk id, in order, and the vector key of each."""
+        import numpy as np
+
+        rows = self._conn.execute("SELECT id, vkey FROM chunks ORDER BY id").fetchall()
+        pairs = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+    def keys_of(self, ids: Iterable[int]) -> dict[int, int]:
+        """The vector key of each given chunk id that still exists."""
+        rows = self._select_ids("SELECT id, vkey FROM chunks WHERE id IN ({})", ids)
+        return {int(cid): int(key) for cid, key in rows}
+
+    def chunks_of_keys(self, keys: Iterable[int]) -> dict[int, list[int]]:
+        """The chunk ids that carry each given vector key (none for a key no chunk has)."""
+        found: dict[int, list[int]] = {}
+        for key, cid in self._select_ids(
+            "SELECT vkey, id FROM chunks WHERE vkey IN ({}) ORDER BY id", keys
+        ):
+            found.setdefault(int(key), []).append(int(cid))
+        return found
+
+    def file_chunk_ids(self, path: str) -> list[int]:
+        """The chunk ids of one file, in order."""
+        rows = self._conn.execute(
+            "SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?"
+            " ORDER BY c.chunk_index",
+            (path,),
+        )
+        return [int(r[0]) for r in rows]
 
     def fetch(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         """The chunks (joined with their files) for the given ids that still exist."""

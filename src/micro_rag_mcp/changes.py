@@ -25,7 +25,8 @@ MAX_WAIT_S = 10.0  # ... or once its oldest change waited this long
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """What one refresh looks at: the given paths, or the whole folder."""
+    """What one refresh looks at: the given paths, or the whole folder (``everything``;
+    ``paths`` then holds the changes seen, for a pass that runs elsewhere to take)."""
 
     paths: frozenset[str]
     everything: bool = False
@@ -94,10 +95,11 @@ class ChangeQueue:
             quiet = now - self._last_change >= self.quiet_s
             if not quiet and now - self._oldest < self.max_wait_s:
                 return None
-            if self._everything:
+            if self._everything:  # the paths come along: a busy index is handed them
                 self._everything = False
+                paths = frozenset(self._paths)
                 self._paths.clear()
-                return Batch(frozenset(), everything=True)
+                return Batch(paths, everything=True)
             ready = [rel for rel, w in self._paths.items() if self._settled(rel, w, now)]
             for rel in ready:
                 del self._paths[rel]

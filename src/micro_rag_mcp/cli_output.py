@@ -135,15 +135,14 @@ class Screens:
         counts.add_column("", justify="right")
         for name in ("added", "updated", "removed", "unchanged"):
             counts.add_row(name, str(getattr(result, f"files_{name}")))
-        counts.add_row(
-            "failed", str(len(result.files_failed)), style="red" if result.files_failed else None
-        )
+        failed_files = result.files_failed or []  # a list once the pass has ended
+        counts.add_row("failed", str(len(failed_files)), style="red" if failed_files else None)
         self.out.print(counts)
-        if result.files_failed:
+        if failed_files:
             failed = Table(show_header=True, header_style="bold", box=None)
             failed.add_column("failed file", overflow="fold")
             failed.add_column("reason", overflow="fold")
-            for f in result.files_failed:
+            for f in failed_files:
                 failed.add_row(Text(f.path), Text(f.reason))
             self.out.print(failed)
         self.out.print(

@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import TypeVar
@@ -47,7 +47,7 @@ from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.stats_cache import StatsCache
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache, reader_meta
-from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
+from micro_rag_mcp.watch import OFF, STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.writer import CLIENT, STARTUP, Writer
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
@@ -88,8 +88,16 @@ class Engine:
             self._stop,
             save_every_s=save_every_s,
             steps=steps,
+            follows=lambda: self._watcher.status != OFF,  # what changes is refreshed
         )
-        self._watcher = Watcher(settings, self.paths, self.refresh, self._holds_under, self._stop)
+        self._watcher = Watcher(
+            settings,
+            self.paths,
+            self.refresh,
+            self._holds_under,
+            self._stop,
+            note=self._note_changes,
+        )
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
         self._readers = ReaderPool(self.paths.catalog)
@@ -171,11 +179,9 @@ class Engine:
         path_glob: str | None = None,
         progress: ProgressFn | None = None,
     ) -> ReindexReport:
-        """Bring the index in line with the folder (or the part the glob selects).
-
-        Waits for a pass the server runs by itself; ``IndexBusy`` if another caller's
-        pass runs, here or in another process.
-        """
+        """Bring the index in line with the folder (or the part the glob selects); the server
+        runs this as a job (``jobs``). Waits for a pass the server runs by itself (see
+        ``writer``); ``IndexBusy`` if another caller's pass runs, here or in another process."""
         scope = PathGlob(path_glob) if path_glob is not None else None
         return self._run_pass(CLIENT, scope, force, progress)
 
@@ -185,11 +191,25 @@ class Engine:
         """Bring only ``paths`` (relative; a folder takes what is under it) in line, or the
         whole folder for None.
 
-        A background pass, like the start-up pass: it waits for the pass running here,
-        and a caller's ``reindex`` waits for it.
+        A background pass, like the start-up pass: a caller's ``reindex`` waits for it.
+        It never waits itself: while a pass runs here it raises ``IndexBusy`` at once (the
+        watcher then notes the paths for that pass, see ``_note_changes``).
         """
         scope = PathSet(paths) if paths is not None else None
+        if self._writer.running:
+            raise IndexBusy("a pass is running here; it takes the changes noted for it")
         return self._run_pass("refresh", scope, False, progress)
+
+    def _note_changes(self, paths: Collection[str]) -> None:
+        """Note changed paths in the catalog for the pass that holds the index, in this
+        process or another; it takes them between two of its files."""
+        if not self.paths.catalog.exists():
+            return
+        catalog = Catalog.open(self.paths.catalog)
+        try:
+            catalog.add_pending(paths)
+        finally:
+            catalog.close()
 
     def _run_pass(
         self, who: str, scope: Scope | None, force: bool, progress: ProgressFn | None
@@ -393,6 +413,7 @@ class Engine:
             model_error=self._model.error,
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
+            queue_fault=self._watcher.fault,
         )
 
 

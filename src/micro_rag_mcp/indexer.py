@@ -1,10 +1,10 @@
 """Bringing the index in line with the folder: read what changed, and what a vector is.
 
 ``sync_files`` walks the folder and, file by file, replaces the catalog's chunks in one
-transaction; keyword search sees each file as soon as it commits. ``reconcile`` enforces
-the vectors' invariant: no vector outlives its chunk, and it names the chunks that lack
-one, which ``pipeline`` embeds from their stored text while files are still being read.
-Both are restartable at any instant.
+transaction; keyword search sees each file as soon as it commits. ``reconcile`` names the
+chunks whose text has no vector, which ``pipeline`` embeds from their stored text while
+files are still being read; ``drop_orphans`` drops, when a pass ends, the vectors whose
+text no chunk holds any more. All are restartable at any instant.
 """
 
 from __future__ import annotations
@@ -12,28 +12,30 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
 from micro_rag_mcp.chunking import Locator, chunk_text
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.errors import MicroRagError, ReadError
 from micro_rag_mcp.isolation import IsolatedReader
 from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress, ProgressFn, ReindexReport
-from micro_rag_mcp.scanner import ScannedFile, ScanResult, ScanRules, Scope, scan
+from micro_rag_mcp.scanner import PathSet, ScannedFile, ScanResult, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vector_text import VECTOR_RECIPE
 from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH = 32  # chunks embedded per step: a stop waits for one step (about a second idle)
 QUIET_STEP = 1024  # files skipped unchanged between two progress reports
+FOLLOW_S = 0.2  # how often a pass whose own files are read looks for changes noted for it
 RACY_WINDOW_NS = 2_000_000_000  # a stamp younger than this is re-checked next time
-VECTOR_RECIPE = "title+text"  # what each chunk is embedded as; see embedding_text
 
 
 @dataclass(slots=True)
@@ -43,7 +45,7 @@ class SyncCounts:
     removed: int = 0
     unchanged: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
-    stale: list[int] = field(default_factory=list)  # chunk ids replaced or removed
+    urgent: list[str] = field(default_factory=list)  # files stored for a watcher: embed first
 
     def report(
         self,
@@ -71,14 +73,14 @@ class SyncCounts:
         if ok:
             self.unchanged += 1
 
-    def take_stale(self) -> list[int]:
-        """The stale ids gathered so far, leaving the list to gather more.
+    def take_urgent(self) -> list[str]:
+        """The files stored for a watcher so far, leaving the list to gather more.
 
         Safe while another thread appends: only what was there is taken away.
         """
-        n = len(self.stale)
-        taken = self.stale[:n]
-        del self.stale[:n]
+        n = len(self.urgent)
+        taken = self.urgent[:n]
+        del self.urgent[:n]
         return taken
 
 
@@ -92,6 +94,17 @@ def scan_rules(settings: Settings) -> ScanRules:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """How a pass takes the changes a watcher notes while it runs (``Catalog.add_pending``):
+    between two files of its own, and, once its own are read (``listed`` is then set),
+    every ``FOLLOW_S`` until ``halt`` is set. Their files go first, and so do their chunks
+    (``SyncCounts.urgent``), so a change never waits for a long pass to end."""
+
+    listed: threading.Event = field(default_factory=threading.Event)
+    halt: threading.Event = field(default_factory=threading.Event)
+
+
 def sync_files(
     catalog: Catalog,
     settings: Settings,
@@ -100,19 +113,21 @@ def sync_files(
     force: bool = False,
     progress: ProgressFn | None = None,
     counts: SyncCounts | None = None,
+    follow: Follow | None = None,
 ) -> SyncCounts:
     """Make the catalog match the files in scope, file by file.
 
-    The ids of the chunks replaced or removed gather in ``counts.stale``: their vectors
-    are the caller's to drop. ``progress`` hears of every file read or removed, and of
-    every ``QUIET_STEP``-th file skipped unchanged (a no-change pass stays cheap).
+    Vectors are left alone: their keys are the text's (see ``drop_orphans``). ``progress``
+    hears of every file read or removed, and of every ``QUIET_STEP``-th file skipped
+    unchanged (a no-change pass stays cheap). With ``follow``, the changes noted for the
+    pass are taken as it goes (see ``Follow``).
     """
     counts = counts if counts is not None else SyncCounts()
     known = catalog.stamps()
-    failed_before = {p for p, _ in catalog.failures()}
+    failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
     found = listing.files
-    gone = gone_paths(known, listing, scope)
+    gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         _forget(catalog, counts, rel)
@@ -124,21 +139,111 @@ def sync_files(
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)
 
+        def noted() -> set[str]:
+            paths = catalog.take_pending() if follow is not None else []
+            if not paths:
+                return set()
+            return _sync_noted(catalog, settings, read, paths, known, counts, failed)
+
+        handled = moved
         for done, f in enumerate(found, len(gone) + 1):
+            handled |= noted()
+            if f.rel in handled:
+                continue  # a watcher's change, done already
             stamp = known.get(f.rel)
-            if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
-                counts.left_as_it_was(ok=f.rel not in failed_before)
-                was_read = False
-            else:
-                was_read = _sync_one(catalog, settings, read, f, stamp, force, counts)
+            was_read = _sync_one(catalog, settings, read, f, stamp, force, counts, failed)
             if progress and (was_read or done % QUIET_STEP == 0 or done == total):
                 progress(Progress("reading", done, total, f.rel))
+        if follow is not None:
+            follow.listed.set()
+            while True:
+                noted()
+                if follow.halt.wait(FOLLOW_S):
+                    break
     return counts
+
+
+def _sync_noted(
+    catalog: Catalog,
+    settings: Settings,
+    read: Callable[[Path], Document],
+    paths: list[str],
+    known: dict[str, tuple[int, int]],
+    counts: SyncCounts,
+    failed: Collection[str],
+) -> set[str]:
+    """Bring the paths a watcher noted in line, ahead of the pass's own; the files done."""
+    try:
+        noted = PathSet(paths)
+    except MicroRagError as e:  # a note no watcher of ours writes
+        logger.warning("ignoring changes noted for the index: %s", e)
+        return set()
+    listing = scan(scan_rules(settings), noted)
+    known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
+    gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
+    gone, moved = _move(catalog, counts, known, gone, listing.files)
+    for rel in gone:
+        _forget(catalog, counts, rel)
+        counts.removed += 1
+        known.pop(rel, None)
+    for f in listing.files:
+        if f.rel in moved:
+            continue
+        if _sync_one(catalog, settings, read, f, known.get(f.rel), False, counts, failed):
+            counts.urgent.append(f.rel)
+        rec = catalog.file_record(f.rel)
+        if rec is None:
+            known.pop(f.rel, None)
+        else:
+            known[f.rel] = (rec.size, rec.mtime_ns)
+    logger.debug("took %d changed paths ahead of the pass", len(paths))
+    return {f.rel for f in listing.files} | set(paths)
+
+
+def _move(
+    catalog: Catalog,
+    counts: SyncCounts,
+    known: dict[str, tuple[int, int]],
+    gone: list[str],
+    found: list[ScannedFile],
+) -> tuple[list[str], set[str]]:
+    """Record files that were moved as moved, without reading them; the gone paths left,
+    and the new paths of the files moved.
+
+    A file new to the catalog whose name, size and mtime are those of exactly one file gone
+    from it is that file, moved (a rename keeps both): its record takes the new path, and
+    its chunks and their vectors stay as they are. A folder of a thousand files moved is
+    one transaction, not a thousand reads. A stamp too recent to trust is never matched.
+    """
+    if not gone:
+        return gone, set()
+    by_stamp: dict[tuple[str, int, int], str | None] = {}
+    for rel in gone:
+        size, mtime_ns = known[rel]
+        if size >= 0:
+            stamp = (rel.rsplit("/", 1)[-1], size, mtime_ns)
+            by_stamp[stamp] = None if stamp in by_stamp else rel  # None: not one file
+    moves: dict[str, str] = {}
+    for f in found:
+        if f.rel in known:
+            continue
+        old = by_stamp.get((f.rel.rsplit("/", 1)[-1], f.size, f.mtime_ns))
+        if old is not None and old not in moves.values():
+            moves[f.rel] = old
+    if not moves:
+        return gone, set()
+    catalog.move_files([(old, new) for new, old in moves.items()])
+    for new, old in moves.items():
+        known[new] = known.pop(old)
+        logger.debug("moved %s to %s", old, new)
+    counts.added += len(moves)
+    counts.removed += len(moves)
+    taken = set(moves.values())
+    return [rel for rel in gone if rel not in taken], set(moves)
 
 
 def _forget(catalog: Catalog, counts: SyncCounts, rel: str) -> None:
     old = catalog.remove_file(rel)
-    counts.stale.extend(old)
     logger.debug("removed %s (%d chunks)", rel, len(old))
 
 
@@ -150,9 +255,14 @@ def _sync_one(
     stamp: tuple[int, int] | None,
     force: bool,
     counts: SyncCounts,
+    failed_before: Collection[str] = frozenset(),
 ) -> bool:
-    """Bring one file in line whose stamp does not say it is unchanged; True (it was read,
-    unless it was gone)."""
+    """Bring one file in line; False if its stamp said it is unchanged (nothing was read).
+
+    ``failed_before``: the files that had failed before the pass (unchanged, still failed)."""
+    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
+        counts.left_as_it_was(ok=f.rel not in failed_before)
+        return False
     rec = catalog.file_record(f.rel) if stamp is not None else None
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
@@ -165,7 +275,7 @@ def _sync_one(
                 counts.removed += 1
             return True
         failed = failure_record(f, ext, size, e)
-        _store(catalog, counts, failed, [])
+        catalog.store_file(failed, [])
         counts.failed.append((f.rel, failed.error or ""))
         return True
     checksum = text_checksum(text)
@@ -174,7 +284,7 @@ def _sync_one(
         counts.left_as_it_was(ok=True)
         return True
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-    _store(catalog, counts, record, chunks)
+    catalog.store_file(record, chunks)
     if rec is None:
         counts.added += 1
     else:
@@ -215,12 +325,6 @@ def _stamp_size(f: ScannedFile) -> int:
     reindex compares the text's checksum instead of trusting it (git's "racy" rule).
     """
     return -1 if time.time_ns() - f.mtime_ns < RACY_WINDOW_NS else f.size
-
-
-def _store(
-    catalog: Catalog, counts: SyncCounts, record: FileRecord, chunks: list[NewChunk]
-) -> None:
-    counts.stale.extend(catalog.store_file(record, chunks))
 
 
 def _extract(doc: Document, path: Path, settings: Settings) -> tuple[str, list[NewChunk]]:
@@ -279,31 +383,35 @@ def document_title(path: Path, metadata_title: str = "") -> str:
     return name
 
 
-def embedding_text(title: str, text: str) -> str:
-    """The text a chunk is embedded as: its file's title above the passage.
-
-    Long documents rarely repeat what they are on every page (a filing names its company
-    and period on the cover); the title carries that into every passage's vector.
-    """
-    return f"{title}\n{text}" if title else text
-
-
 def vector_space(embedder: Embedder) -> str:
     """The identity of the vectors: the model and what it was given to embed."""
     return f"{embedder.model_id};{VECTOR_RECIPE}"
 
 
 def reconcile(catalog: Catalog, vectors: VectorStore) -> tuple[list[int], int]:
-    """Drop vectors whose chunk is gone; return the chunk ids that lack a vector, and the
-    highest chunk id seen (chunks stored later have higher ids)."""
+    """The chunks that lack a vector (one chunk id per missing key), and the highest chunk
+    id seen (chunks stored later have higher ids). Drops nothing: see ``drop_orphans``."""
     import numpy as np
 
-    chunk_ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
-    vector_ids = vectors.ids()
-    orphans = np.setdiff1d(vector_ids, chunk_ids, assume_unique=True)
+    chunk_ids, keys = catalog.id_keys()
+    lacking = ~np.isin(keys, vectors.ids())
+    _, first = np.unique(keys[lacking], return_index=True)
+    missing = np.sort(chunk_ids[lacking][first])
+    high = int(chunk_ids[-1]) if chunk_ids.size else 0
+    return missing.tolist(), high
+
+
+def drop_orphans(catalog: Catalog, vectors: VectorStore) -> int:
+    """Drop the vectors no chunk carries any more; how many were dropped.
+
+    Run when a pass ends, not while it runs: a file moved during a pass is removed before
+    it is stored again at its new path, and its vectors must still be there then.
+    """
+    import numpy as np
+
+    _, keys = catalog.id_keys()
+    orphans = np.setdiff1d(vectors.ids(), keys)
     if orphans.size:
         vectors.remove(orphans.tolist())
         logger.info("dropped %d vectors whose chunks are gone", orphans.size)
-    missing = np.setdiff1d(chunk_ids, vector_ids, assume_unique=True)
-    high = int(chunk_ids[-1]) if chunk_ids.size else 0
-    return missing.tolist(), high
+    return int(orphans.size)

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from micro_rag_mcp.catalog import SCHEMA_VERSION, Catalog, CatalogCorrupt
+from micro_rag_mcp.catalog import MIGRATES_FROM, SCHEMA_VERSION, Catalog, CatalogCorrupt
 from micro_rag_mcp.errors import ConfigError, IndexWriteError
 from micro_rag_mcp.fsutil import atomic_write_bytes, fsync_dir
 
@@ -158,12 +158,13 @@ def _is_our_catalog(paths: IndexPaths) -> bool:
 def open_for_writing(paths: IndexPaths) -> Catalog:
     """Open the catalog for the lock holder, rebuilding it if it is damaged or foreign.
 
-    A catalog that cannot be opened, or one written by another schema, is moved aside
-    (never deleted) and a new one is started; the vectors go with it, since their ids
+    A catalog of an older schema that this one upgrades is upgraded in place
+    (``Catalog._migrate``). One that cannot be opened, or one written by another schema,
+    is moved aside (never deleted) and a new one is started; the vectors go with it, since their ids
     belonged to the old catalog. The documents themselves are never touched.
     """
     version = _read_version(paths.version)
-    if version is not None and version != SCHEMA_VERSION:
+    if version is not None and version != SCHEMA_VERSION and version not in MIGRATES_FROM:
         logger.warning(
             "index folder %s has schema version %r, this program writes %r; rebuilding it",
             paths.folder,

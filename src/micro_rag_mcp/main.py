@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from micro_rag_mcp import __version__
 from micro_rag_mcp.errors import ConfigError, StoreUnavailable
 from micro_rag_mcp.ignore import parse_rules
+from micro_rag_mcp.readers import missing_extra
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -162,6 +163,11 @@ def parse_exts(value: str) -> tuple[str, ...]:
             exts.extend(ext for ext in EXT_GROUPS[item] if ext not in exts)
             continue
         ext = item if item.startswith(".") else f".{item}"
+        if ext not in SUPPORTED_EXTS and (extra := missing_extra(ext)):
+            raise ConfigError(
+                f"--exts: {ext} is read only with the {extra} extra: "
+                f"pip install 'micro-rag-mcp[{extra}]'"
+            )
         if ext not in SUPPORTED_EXTS:
             groups = ", ".join(EXT_GROUPS)
             supported = ", ".join(sorted(SUPPORTED_EXTS))

@@ -39,7 +39,6 @@ from micro_rag_mcp.indexer import (
     SyncCounts,
     _extract,
     _stamp_size,
-    embedding_text,
     failure_record,
     gone_paths,
     scan_rules,
@@ -53,6 +52,7 @@ from micro_rag_mcp.results import Progress, ProgressFn
 from micro_rag_mcp.scanner import ScannedFile, Scope, scan
 from micro_rag_mcp.settings import Settings
 from micro_rag_mcp.store import in_shard
+from micro_rag_mcp.vector_text import embedding_text
 
 if TYPE_CHECKING:
     import numpy as np

@@ -30,10 +30,18 @@ from dataclasses import dataclass, replace
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.embedder import CountsTokens, Embedder
 from micro_rag_mcp.errors import Stopped
-from micro_rag_mcp.indexer import EMBED_BATCH, SyncCounts, embedding_text, reconcile, sync_files
+from micro_rag_mcp.indexer import (
+    EMBED_BATCH,
+    Follow,
+    SyncCounts,
+    drop_orphans,
+    reconcile,
+    sync_files,
+)
 from micro_rag_mcp.results import Progress, ProgressFn
 from micro_rag_mcp.scanner import Scope
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.vector_text import embedding_text
 from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
@@ -141,7 +149,13 @@ class _Reading(threading.Thread):
         self.error: BaseException | None = None
         self.news = threading.Event()  # set when a file commits, and at the end
         self.ended = threading.Event()
-        self.halt = threading.Event()  # the pass asks reading to stop at its next step
+        self.follow = Follow()  # set ``listed`` once the pass's own files are read
+        self.halt = self.follow.halt  # the pass asks reading to stop at its next step
+
+    @property
+    def listed(self) -> bool:
+        """Whether the pass's own files are all stored (changes noted for it may follow)."""
+        return self.follow.listed.is_set()
 
     def run(self) -> None:
         _lower_priority(self._nice)
@@ -154,10 +168,12 @@ class _Reading(threading.Thread):
                     force=self._force,
                     progress=self._step,
                     counts=self.counts,
+                    follow=self.follow,
                 )
         except BaseException as e:  # handed to the pass thread, which raises it
             self.error = e
         finally:
+            self.follow.listed.set()
             self.ended.set()
             self.news.set()
 
@@ -200,18 +216,24 @@ def read_and_embed(
         if embedder is not None:
             vectors = model.vectors_for(embedder)
             embedded = _embed(catalog, vectors, embedder, reading, tally, save_every_s, steps)
-        while not reading.ended.wait(NEWS_WAIT_S):  # no model: follow reading to its end
+        while not reading.follow.listed.wait(NEWS_WAIT_S):  # no model: follow reading
             _check(reading, tally)
+        reading.halt.set()
+        reading.join()
         _check(reading, tally)  # the last news, and what ended reading if not its end
+        if vectors is not None and embedder is not None:  # changes of the last moments
+            embedded += _embed_urgent(catalog, vectors, embedder, reading, tally, steps)[0]
         completed = True
     finally:
         reading.halt.set()
         reading.join()
         if vectors is not None:
+            if completed:  # vectors of texts no chunk holds now; see drop_orphans
+                drop_orphans(catalog, vectors)
             # A stopped pass saves what it embedded but builds no search graph: a build
             # of a large folder takes minutes, and the stop must be prompt. A stop that
             # comes during the build ends it at its next slice.
-            _keep(vectors, reading.counts, graph=completed, stop=stop)
+            _keep(vectors, graph=completed, stop=stop)
     return PassResult(reading.counts, embedded, vectors)
 
 
@@ -240,70 +262,117 @@ def _embed(
     save_every_s: float,
     steps: Steps,
 ) -> int:
-    """Embed the chunks that lack a vector until reading has ended and none is left."""
+    """Give every chunk's text a vector, until the pass's own files are read and none is
+    left; how many texts were embedded (a text that has a vector already is not)."""
     missing, cursor = reconcile(catalog, vectors)
     pending = deque(missing)
     if missing:
         logger.info("embedding %d chunks", len(missing))
-    done = 0
+    done = 0  # chunks seen to have a vector: embedded now, or kept from before
+    embedded = 0
     last_save = time.monotonic()
     window: list[tuple[int, str]] = []  # fetched, shortest first; steps are taken from its end
     while True:
         _check(reading, tally)
+        urgent, seen = _embed_urgent(catalog, vectors, embedder, reading, tally, steps)
+        embedded += urgent
+        done += seen
         if not window:
             reading.news.clear()
-            ended = reading.ended.is_set()  # before the refill: it then sees every commit
+            listed = reading.listed  # before the refill: it then sees every commit
             if len(pending) < steps.window:
                 fresh = catalog.chunk_ids_after(cursor, max(REFILL, steps.window))
                 if fresh:
                     cursor = fresh[-1]
                     pending.extend(fresh)
-            if ended and tally.to_embed is None:
+            if listed and tally.to_embed is None:
                 tally.to_embed = done + len(pending) + catalog.count_chunks_after(cursor)
                 tally.publish()  # the phase is now embedding
             if not pending:
-                if ended:
+                if listed:
                     break
                 reading.news.wait(NEWS_WAIT_S)
                 continue
-            if len(pending) < steps.size and not ended and reading.news.wait(NEWS_WAIT_S):
+            if len(pending) < steps.size and not listed and reading.news.wait(NEWS_WAIT_S):
                 continue  # more is coming: a full step embeds faster than a short one
             # The first window is one step: its vectors come at once, not after a window's
             # worth of token counting.
-            wanted = steps.window if done else steps.size
+            wanted = steps.window if embedded else steps.size
             ids = [pending.popleft() for _ in range(min(wanted, len(pending)))]
-            window = _fetch(catalog, ids, embedder)
+            window, kept = _fetch(catalog, ids, embedder, vectors)
+            done += kept
+            tally.embedded = done
             if not window:
                 continue
             # No check here: fetching a window is part of its first step.
         step = window[-steps.size :]
         del window[-steps.size :]
-        vectors.add([c for c, _ in step], embedder.embed_documents([t for _, t in step]))
-        if not done:  # the first vectors of the pass: a stop from now on keeps some
-            logger.info("embedded the first %d chunks", len(step))
+        _add(vectors, embedder, step, first=not embedded)
+        embedded += len(step)
         done += len(step)
         tally.embedded = done
         if time.monotonic() - last_save > save_every_s:
-            _keep(vectors, reading.counts, graph=True, stop=tally.stop)
+            _keep(vectors, graph=True, stop=tally.stop)
             last_save = time.monotonic()
     tally.to_embed = done  # fewer than counted if chunks listed were replaced meanwhile
-    if done:
-        logger.info("embedded %d chunks", done)
-    return done
+    if embedded:
+        logger.info("embedded %d chunks", embedded)
+    return embedded
 
 
-def _fetch(catalog: Catalog, ids: list[int], embedder: Embedder) -> list[tuple[int, str]]:
-    """What each chunk is embedded as, ordered by its length in tokens.
+def _embed_urgent(
+    catalog: Catalog,
+    vectors: VectorStore,
+    embedder: Embedder,
+    reading: _Reading,
+    tally: _Tally,
+    steps: Steps,
+) -> tuple[int, int]:
+    """Embed the chunks of the files a watcher's changes stored, ahead of the rest; how
+    many texts were embedded, and how many chunks were seen to have a vector."""
+    files = reading.counts.take_urgent()
+    if not files:
+        return 0, 0
+    ids = [cid for rel in files for cid in catalog.file_chunk_ids(rel)]
+    todo, kept = _fetch(catalog, ids, embedder, vectors)
+    for at in range(0, len(todo), steps.size):
+        if at:
+            _check(reading, tally)
+        _add(vectors, embedder, todo[at : at + steps.size], first=False)
+    return len(todo), kept + len(todo)
 
-    A step is padded to its longest chunk in tokens; steps of chunks of like length
-    (taken from a window of ``Steps.window``) waste less of the encoder than steps in the order
-    of storing. A chunk replaced since it was listed has no text now and is left out.
+
+def _add(
+    vectors: VectorStore, embedder: Embedder, step: list[tuple[int, str]], *, first: bool
+) -> None:
+    vectors.add([k for k, _ in step], embedder.embed_documents([t for _, t in step]))
+    if first:  # the first vectors of the pass: a stop from now on keeps some
+        logger.info("embedded the first %d chunks", len(step))
+
+
+def _fetch(
+    catalog: Catalog, ids: list[int], embedder: Embedder, vectors: VectorStore
+) -> tuple[list[tuple[int, str]], int]:
+    """The texts of these chunks that have no vector yet, as (key, what it is embedded as),
+    ordered by length in tokens; and how many of the chunks have a vector already.
+
+    A text shared by several chunks is embedded once. A step is padded to its longest
+    chunk in tokens; steps of chunks of like length (taken from a window of
+    ``Steps.window``) waste less of the encoder than steps in the order of storing. A
+    chunk replaced since it was listed is gone and left out.
     """
-    texts = catalog.chunk_texts(ids)
-    chunks = [(c, embedding_text(*texts[c])) for c in texts]
+    keys = catalog.keys_of(ids)
+    first: dict[int, int] = {}  # key -> the first chunk that has it
+    for cid, key in keys.items():
+        first.setdefault(key, cid)
+    unique = list(first)
+    held = vectors.holds(unique)
+    lacking = [first[k] for k, h in zip(unique, held.tolist(), strict=True) if not h]
+    texts = catalog.chunk_texts(lacking)
+    chunks = [(key, embedding_text(title, text)) for key, title, text in texts.values()]
     lengths = _lengths(embedder, [t for _, t in chunks])
     order = sorted(range(len(chunks)), key=lengths.__getitem__)
-    return [chunks[i] for i in order]
+    return [chunks[i] for i in order], len(keys) - len(chunks)
 
 
 def _lengths(embedder: Embedder, texts: list[str]) -> list[int]:
@@ -322,22 +391,12 @@ def _lower_priority(nice: int) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + nice)
 
 
-def _keep(
-    vectors: VectorStore,
-    counts: SyncCounts,
-    *,
-    graph: bool,
-    stop: threading.Event | None = None,
-) -> None:
-    """Drop the vectors of chunks replaced so far, bring the search graph in line if
-    ``graph`` (see ``VectorStore.refresh_graph``; ``stop`` ends a build), and save the
-    store if it changed.
+def _keep(vectors: VectorStore, *, graph: bool, stop: threading.Event | None = None) -> None:
+    """Bring the search graph in line if ``graph`` (see ``VectorStore.refresh_graph``;
+    ``stop`` ends a build), and save the store if it changed.
 
-    Also on the way out of a stopped or failed pass: what was embedded is kept. Removing
-    from a flat index costs a scan of it, so this runs at saves, not per file.
+    Also on the way out of a stopped or failed pass: what was embedded is kept.
     """
-    stale = counts.take_stale()
-    vectors.remove(stale)
     if graph:
         vectors.refresh_graph(stop)
     if vectors.dirty or not vectors.path.exists():

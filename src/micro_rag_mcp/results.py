@@ -58,6 +58,7 @@ class IndexState:
     model_error: str | None = None  # why the model FAILED
     watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
     queued: int = 0  # changed paths waiting to be refreshed
+    queue_fault: str | None = None  # why they wait, while refreshing them fails
 
     @property
     def model_status(self) -> str:
@@ -141,6 +142,12 @@ def state_notices(state: IndexState) -> list[str]:
         notices.append(
             "no documents are indexed: the folder has no readable files of the "
             "configured types, or reindex has not run"
+        )
+    if state.queue_fault is not None:
+        many = state.queued != 1
+        notices.append(
+            f"{state.queued} change{'s' if many else ''} of the folder wait{'' if many else 's'}: "
+            f"{state.queue_fault}; {'they are' if many else 'it is'} retried until it works"
         )
     missing = state.chunks_total - state.chunks_with_vectors
     if missing > 0 and state.model is ModelState.READY:

@@ -54,6 +54,11 @@ class Scope(Protocol):
 
     def matches(self, rel: str) -> bool: ...
 
+    def enters(self, folder: str) -> bool:
+        """Whether files in scope may lie under ``folder`` (relative, no trailing slash):
+        a scan does not list a folder that cannot hold any."""
+        ...
+
 
 def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     """Every indexable regular file under the root, and the folders that could not be listed.
@@ -103,6 +108,7 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
             if entry.is_dir(follow_symlinks=False):
                 if (
                     name not in rules.skip_dirs
+                    and (scope is None or scope.enters(rel))
                     and os.path.realpath(entry.path) not in exclude
                     and not left_out(rel, True)
                     and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
@@ -182,6 +188,9 @@ class PathGlob:
     def matches(self, rel: str) -> bool:
         return self._regex.match(rel) is not None
 
+    def enters(self, folder: str) -> bool:
+        return True  # a pattern's "**" can reach below any folder
+
 
 class PathSet:
     """Exactly the given paths, relative to the data folder; a folder among them takes
@@ -193,6 +202,10 @@ class PathSet:
     def matches(self, rel: str) -> bool:
         parts = rel.split("/")
         return any("/".join(parts[:n]) in self.paths for n in range(1, len(parts) + 1))
+
+    def enters(self, folder: str) -> bool:
+        inside = folder + "/"
+        return self.matches(folder) or any(p.startswith(inside) for p in self.paths)
 
 
 def _relative(path: str) -> str:

@@ -148,11 +148,24 @@ def convex(
 
 @dataclass(frozen=True, slots=True)
 class VectorSide:
-    """The vector channel's part of one search: the store, the query's vector, its hits."""
+    """The vector channel's part of one search: the store, the query's vector, its hits
+    (vector keys, see ``vector_text``). Chunks are found through the keys they carry."""
 
     store: VectorStore
     query_vector: npt.NDArray[np.float32]
     hits: list[tuple[int, float]]
+
+    def chunk_hits(self, catalog: Catalog, limit: int) -> list[tuple[int, float]]:
+        """The hits as chunks, best first: every chunk of a hit's text, up to ``limit``."""
+        chunks = catalog.chunks_of_keys([key for key, _ in self.hits])
+        found = [(cid, cos) for key, cos in self.hits for cid in chunks.get(key, ())]
+        return found[:limit]
+
+    def similarity(self, catalog: Catalog, ids: Sequence[int]) -> dict[int, float]:
+        """The query's cosine to each given chunk whose text has a vector."""
+        keys = catalog.keys_of(ids)
+        cosine = self.store.similarity(self.query_vector, list(set(keys.values())))
+        return {cid: cosine[key] for cid, key in keys.items() if key in cosine}
 
 
 def hybrid_search(
@@ -195,18 +208,18 @@ def search_beside(
     with catalog.snapshot():
         keyword_hits, keyword_ran = keyword_candidates(catalog, query, params)
         side = vector_side() if "vector" in params.channels else None
-        vector_hits = side.hits if side is not None else []
+        vector_hits = side.chunk_hits(catalog, params.depth) if side is not None else []
         cosine = dict(vector_hits)
         heads: dict[int, int] = {}
         head_cosine: dict[int, float] = {}
         if side is not None:
             # Keyword candidates get their cosine too: the threshold and the fusion use it.
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
-            cosine.update(side.store.similarity(side.query_vector, unscored))
+            cosine.update(side.similarity(catalog, unscored))
             if params.fusion != "rrf" and params.head_weight != 0:
                 heads = catalog.head_ids(list(cosine))
                 missing = [h for h in set(heads.values()) if h not in cosine]
-                head_cosine = side.store.similarity(side.query_vector, missing)
+                head_cosine = side.similarity(catalog, missing)
         ranking = fuse(
             Candidates(
                 vector=vector_hits,

@@ -2,8 +2,8 @@
 
 The only module that imports ``mcp``. The engine lives in the lifespan context; it is
 opened, and its background start-up (model load, reconcile, incremental reindex) begins,
-once the handshake is answered (``StartAfterHandshake``). What the
-tools return is in ``tool_results``.
+once the handshake is answered (``StartAfterHandshake``). What the tools return is in
+``tool_results``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
@@ -30,6 +29,13 @@ from pydantic import Field
 from micro_rag_mcp import __version__
 from micro_rag_mcp.arguments import check_arguments, shown, strict_model
 from micro_rag_mcp.errors import InvalidArgument, MicroRagError, Stopped
+from micro_rag_mcp.jobs import (
+    ANSWER_RESERVE_S,
+    ANSWER_WITHIN_S,
+    JobState,
+    ReindexJob,
+    ReindexJobs,
+)
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.results import Progress
 from micro_rag_mcp.settings import Settings
@@ -43,6 +49,7 @@ from micro_rag_mcp.tool_results import (
     SearchResult,
     read_result,
     reindex_result,
+    running_result,
     search_result,
 )
 
@@ -65,6 +72,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+NEWS_WAIT_S = 1.0  # a call following a pass wakes at least this often to check its deadline
+
 
 SEARCH_DESCRIPTION = (
     "Search the indexed documents of this folder for passages relevant to a question or "
@@ -75,7 +84,9 @@ SEARCH_DESCRIPTION = (
 REINDEX_DESCRIPTION = (
     "Bring the index up to date with the folder: read new and changed files, drop deleted "
     "ones. Unchanged files are skipped. Use path_glob (relative to the folder, e.g. "
-    "'reports/**/*.pdf') to limit the work; force re-reads and re-embeds everything in scope."
+    "'reports/**/*.pdf') to limit the work; force re-reads and re-embeds everything in scope. "
+    f"Answers within {ANSWER_WITHIN_S:g} s: if the pass is not done by then, running is true "
+    "and the pass goes on; call again with the same arguments to wait for it again."
 )
 READ_DESCRIPTION = (
     "Read the indexed text of one file: the passage around a search result, a whole "
@@ -117,6 +128,23 @@ def _progress_sender(
         return float(value), float(end), message
 
     return send
+
+
+async def _follow(job: ReindexJob, ctx: Context[Later], within_s: float) -> JobState:
+    """Follow ``job``, reporting its progress, until it ends or it is time to answer so
+    that the call takes at most ``within_s`` seconds; a cancelled call leaves the job
+    running."""
+    send = _progress_sender(ctx)
+    deadline = time.monotonic() + within_s - min(ANSWER_RESERVE_S, within_s / 5)
+    seen, state = 0, job.state()
+    while state.running and (left := deadline - time.monotonic()) > 0:
+        seen, state = await anyio.to_thread.run_sync(
+            job.news, seen, min(left, NEWS_WAIT_S), abandon_on_cancel=True
+        )
+        update = send(state.progress) if state.progress is not None else None
+        if update is not None:
+            await ctx.report_progress(*update)
+    return state
 
 
 def _next_pass(before: Progress, now: Progress) -> bool:
@@ -183,19 +211,31 @@ def build_server(
     store: StoreConfig | None = None,
     *,
     folder: Path | None = None,
+    answer_within_s: float = ANSWER_WITHIN_S,
 ) -> MCPServer[Later]:
     """The MCP server for one folder (or the shared ``store``, indexing ``folder`` if
-    given); nothing starts until a client connects."""
+    given); nothing starts until a client connects. A ``reindex`` call answers within
+    ``answer_within_s`` seconds, its pass going on if it has not ended (``jobs``)."""
+    jobs: dict[int, ReindexJobs] = {}  # the reindex requests of each store served
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Later]) -> AsyncIterator[Later]:
         later = Later(lambda: open_store(settings, load_embedder, store, folder=folder))
+        requests = ReindexJobs(
+            lambda force, glob, progress: later.store().reindex(
+                force=force, path_glob=glob, progress=progress
+            )
+        )
+        jobs[id(later)] = requests
         later.open_after(UNGREETED_S)
         try:
             yield later
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(later.stop)
+                requests.close()
+                await anyio.to_thread.run_sync(later.stop)  # a pass stops at its next step
+                await anyio.to_thread.run_sync(requests.join, 60.0)
+                del jobs[id(later)]
 
     async def search(
         ctx: Context[Later],
@@ -227,25 +267,20 @@ def build_server(
         ] = None,
     ) -> ReindexResult:
         later = ctx.request_context.lifespan_context
-        send = _progress_sender(ctx)
-        cancelled = anyio.get_cancelled_exc_class()
-
-        def progress(p: Progress) -> None:  # between two steps of the pass
-            try:
-                anyio.from_thread.check_cancelled()
-            except cancelled:
-                raise Stopped("the reindex request was cancelled") from None
-            update = send(p)
-            if update is not None:
-                anyio.from_thread.run(ctx.report_progress, *update)
-
         try:
-            report = await anyio.to_thread.run_sync(
-                lambda: later.store().reindex(force=force, path_glob=path_glob, progress=progress)
-            )
+            job, joined = jobs[id(later)].submit(force, path_glob)
         except Exception as e:
             raise _tool_error(e) from e
-        return reindex_result(report, path_glob, settings.exts)
+        state = await _follow(job, ctx, answer_within_s)
+        if state.error is not None:
+            raise _tool_error(state.error) from state.error
+        if state.report is not None:
+            return reindex_result(state.report, path_glob, settings.exts, joined=joined)
+        try:
+            index = await anyio.to_thread.run_sync(lambda: later.store().state())
+        except Exception as e:
+            raise _tool_error(e) from e
+        return running_result(state, index, answer_within_s, joined=joined)
 
     async def read(
         ctx: Context[Later],

@@ -7,16 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from micro_rag_mcp.readers import group_suffixes
+
 # Document formats, indexed by default (group "docs"), and source code (group "code"),
-# indexed only when asked for. Each suffix has a reader in readers.READERS.
-DOC_EXTS: tuple[str, ...] = (
-    *(".txt", ".md", ".pdf", ".docx", ".xlsx", ".pptx", ".html", ".htm", ".epub"),
-    *(".csv", ".tsv", ".ipynb", ".rst", ".org", ".tex", ".json", ".yaml", ".yml", ".toml"),
-)
-CODE_EXTS: tuple[str, ...] = (
-    *(".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".cpp", ".h", ".cs", ".rb", ".php"),
-    *(".sh", ".sql"),
-)
+# indexed only when asked for: the formats of readers.FORMATS that can be read here.
+DOC_EXTS: tuple[str, ...] = group_suffixes("docs")
+CODE_EXTS: tuple[str, ...] = group_suffixes("code")
 EXT_GROUPS: dict[str, tuple[str, ...]] = {"docs": DOC_EXTS, "code": CODE_EXTS}
 DEFAULT_EXTS = DOC_EXTS
 DEFAULT_CHUNK_SIZE = 1000

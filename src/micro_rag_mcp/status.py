@@ -6,13 +6,19 @@ import logging
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.fsutil import holder_progress
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.results import IndexSummary, WriterInfo
+from micro_rag_mcp.vector_text import VECTOR_IDS
 from micro_rag_mcp.vectors import VectorStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +42,8 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             last = catalog.last_indexed_at()
             vector_model = catalog.get_meta("vector_model")
             chunking = catalog.get_meta("chunking")
-            chunk_ids = catalog.chunk_ids()
+            keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
+            keys = catalog.id_keys()[1] if keyed else None
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
     finally:
@@ -47,7 +54,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
         files_failed=stats.files_failed,
         failed=failed,
         chunks=stats.chunks,
-        chunks_with_vectors=_saved_vectors(paths.vectors, chunk_ids),
+        chunks_with_vectors=_saved_vectors(paths.vectors, keys) if keys is not None else 0,
         vector_model=vector_model,
         chunking=chunking,
         size_bytes=_size_on_disk(paths.folder),
@@ -56,8 +63,8 @@ def summarize(paths: IndexPaths) -> IndexSummary:
     )
 
 
-def _saved_vectors(path: Path, chunk_ids: list[int]) -> int:
-    """How many of the chunks have a vector in the saved vector file."""
+def _saved_vectors(path: Path, keys: npt.NDArray[np.int64]) -> int:
+    """How many of the chunks (given by their vector keys) have a vector in the saved file."""
     if not path.exists():
         return 0
     import faiss
@@ -69,7 +76,7 @@ def _saved_vectors(path: Path, chunk_ids: list[int]) -> int:
     except Exception as e:  # a torn or foreign file: the next reindex rebuilds it
         logger.warning("%s cannot be read (%s); counting no vectors", path, e)
         return 0
-    return int(np.isin(np.asarray(chunk_ids, dtype=np.int64), ids).sum())
+    return int(np.isin(keys, ids).sum())
 
 
 def _size_on_disk(folder: Path) -> int:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from micro_rag_mcp.arguments import shown
+from micro_rag_mcp.jobs import JobState
 from micro_rag_mcp.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
 
 _NO_LINES = "null for PDF and table formats"
@@ -44,7 +45,9 @@ class SearchHit(BaseModel):
     ext: str = Field(description="File extension, lower case, with the dot.")
     line_start: LineStart = None
     line_end: LineEnd = None
-    page: int | None = Field(None, description="Page (1-based) where the passage starts, PDF only.")
+    page: int | None = Field(
+        None, description="Page (1-based) where the passage starts: a PDF's, a TIFF's frame."
+    )
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
     relevance: float = Field(
@@ -60,7 +63,8 @@ class SearchHit(BaseModel):
     locator: str | None = Field(
         None,
         description="Where the passage is in the file's own terms, e.g. 'slide 4', "
-        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5'; null when lines or page say it.",
+        "'sheet \"Q3\" rows 12–30', 'rows 2–14', 'cells 3–5', 'attachment \"a.pdf\" page 2'; "
+        "'OCR' when its text was recognized in a scan; null when lines or page say it.",
     )
     stale: bool = Field(
         description="The file changed on disk (or is gone) since this passage was indexed; "
@@ -104,18 +108,46 @@ class FailedFile(BaseModel):
     reason: str
 
 
+_WHEN_ENDED = "; null while running (known when the pass ends)"
+
+
 class ReindexResult(BaseModel):
-    files_added: int
-    files_updated: int
-    files_removed: int
-    files_unchanged: int
-    files_failed: list[FailedFile] = Field(
-        description="Files in scope that cannot be indexed, with the reason; they are "
-        "retried only once they change."
+    running: bool = Field(
+        description="The pass had not ended when the call answered: it goes on in the "
+        "background, phase, done and total say how far it is, and the counts that are null "
+        "come when it ends. Call reindex again with the same arguments to follow the same "
+        "pass; false: the pass has ended and the counts are final."
     )
-    chunks_total: int
-    chunks_embedded: int
-    elapsed_ms: int
+    joined: bool = Field(
+        description="This call joined a pass already requested with the same arguments "
+        "(running or waiting) instead of starting another."
+    )
+    phase: str | None = Field(
+        default=None,
+        description="While running: 'reading' or 'embedding' (of the pass named by "
+        "waiting_for, while this one waits for it); null once ended, or before its first step.",
+    )
+    done: int | None = Field(default=None, description="While running: items done in the phase.")
+    total: int | None = Field(default=None, description="While running: items in the phase.")
+    waiting_for: str | None = Field(
+        default=None,
+        description="While running: 'start-up', 'refresh' or 'reindex' (another request) "
+        "when this pass waits for that one to end before it begins (a plain reindex may be "
+        "answered by it); phase, done and total are then that pass's. Null otherwise.",
+    )
+    files_added: int | None = Field(description="Files indexed for the first time" + _WHEN_ENDED)
+    files_updated: int | None = Field(description="Files whose text changed" + _WHEN_ENDED)
+    files_removed: int | None = Field(description="Files gone from the folder" + _WHEN_ENDED)
+    files_unchanged: int | None = Field(description="Files skipped" + _WHEN_ENDED)
+    files_failed: list[FailedFile] | None = Field(
+        description="Files in scope that cannot be indexed, with the reason; they are "
+        "retried only once they change" + _WHEN_ENDED
+    )
+    chunks_total: int = Field(description="Passages in the whole index (so far, while running).")
+    chunks_embedded: int = Field(description="Passages given a vector by the pass (so far).")
+    elapsed_ms: int = Field(
+        description="How long the pass took (while running: the time since it was requested)."
+    )
     notices: list[str] = Field(
         description="What the counts alone do not say, such as a path_glob that matched no file."
     )
@@ -173,10 +205,14 @@ def reindex_result(
     path_glob: str | None = None,
     exts: Sequence[str] = (),
     *,
+    joined: bool = False,
     glob_name: str = "path_glob",
 ) -> ReindexResult:
-    """The tool's result; ``glob_name``: what the caller called the glob (``--glob``)."""
+    """The result of a pass that has ended; ``glob_name``: what the caller called the glob
+    (``--glob``)."""
     return ReindexResult(
+        running=False,
+        joined=joined,
         files_added=report.files_added,
         files_updated=report.files_updated,
         files_removed=report.files_removed,
@@ -186,6 +222,41 @@ def reindex_result(
         chunks_embedded=report.chunks_embedded,
         elapsed_ms=report.elapsed_ms,
         notices=_reindex_notices(report, path_glob, exts, glob_name),
+    )
+
+
+def running_result(
+    job: JobState, index: IndexState, within_s: float, *, joined: bool = False
+) -> ReindexResult:
+    """The answer of a call whose pass had not ended within ``within_s`` seconds."""
+    p = job.progress
+    if p is None:
+        where = "it has not begun its first step"
+    elif p.waiting_for:
+        where = f"it waits for the {p.waiting_for} pass ({p.phase} {p.done}/{p.total})"
+    else:
+        where = f"{p.phase} {p.done}/{p.total}"
+    notice = (
+        f"the pass is still running ({where}) and goes on in the background; call reindex "
+        f"again with the same arguments to follow it (each call answers within {within_s:g} "
+        "s), and search meanwhile (it says indexing is running)"
+    )
+    return ReindexResult(
+        running=True,
+        joined=joined,
+        phase=p.phase if p is not None else None,
+        done=p.done if p is not None else None,
+        total=p.total if p is not None else None,
+        waiting_for=(p.waiting_for or None) if p is not None else None,
+        files_added=None,
+        files_updated=None,
+        files_removed=None,
+        files_unchanged=None,
+        files_failed=None,
+        chunks_total=index.chunks_total,
+        chunks_embedded=job.embedded,
+        elapsed_ms=job.elapsed_ms,
+        notices=[notice],
     )
 
 

@@ -18,6 +18,7 @@ from micro_rag_mcp.catalog import Catalog, CatalogStats
 from micro_rag_mcp.embedder import Embedder
 from micro_rag_mcp.indexer import vector_space
 from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.vector_text import VECTOR_IDS
 from micro_rag_mcp.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
@@ -57,8 +58,20 @@ class VectorCache:
                     path.unlink()
                 self.paths.graph.unlink(missing_ok=True)
                 catalog.set_meta("vector_model", space)
+                catalog.set_meta("vector_ids", VECTOR_IDS)
             self._store = self._load(embedder, owner, mapped=False)
+            if catalog.get_meta("vector_ids") != VECTOR_IDS:
+                self._rekey(catalog, self._store)
             return self._store
+
+    def _rekey(self, catalog: Catalog, store: VectorStore) -> None:
+        """Vectors saved by a release that keyed them by chunk id, keyed by text instead:
+        nothing is embedded again."""
+        store.rekey(catalog.keys_of(store.ids().tolist()))
+        self.paths.graph.unlink(missing_ok=True)
+        store.save()
+        catalog.set_meta("vector_ids", VECTOR_IDS)
+        logger.info("re-keyed %d saved vectors by their text", len(store))
 
     def for_reader(
         self, catalog: Catalog, embedder: Embedder, *, writing: bool
@@ -108,12 +121,15 @@ class VectorCache:
         key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
         with self._count_lock:
             if key != self._count_key:
-                ids = np.asarray(catalog.chunk_ids(), dtype=np.int64)
-                self._count = int(np.isin(ids, vectors.ids(), assume_unique=True).sum())
+                _, keys = catalog.id_keys()
+                self._count = int(np.isin(keys, vectors.ids()).sum())
                 self._count_key = key
             return self._count
 
 
 def reader_meta(catalog: Catalog) -> tuple[str | None, str | None]:
-    """What a reader's vectors must match: the catalog's id and the vector space it holds."""
-    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model")
+    """What a reader's vectors must match: the catalog's id and the vector space it holds
+    (None until vectors of an older release are re-keyed by the writer: until then they
+    cannot be matched to chunks)."""
+    keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
+    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model") if keyed else None

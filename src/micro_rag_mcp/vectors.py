@@ -1,8 +1,10 @@
 """The vector side of the index: FAISS ``IndexIDMap2`` over ``IndexFlatIP``.
 
-Ids are catalog chunk ids and vectors are L2-normalized, so inner product is cosine.
-This is derived data: whatever is missing is recomputed from the catalog's text, and
-whatever the catalog no longer knows is dropped (see ``indexer.reconcile``). The file is
+Ids are vector keys (``vector_text.vector_key``: a hash of the text a chunk is embedded
+as, recorded with every chunk in the catalog) and vectors are L2-normalized, so inner
+product is cosine. This is derived data: whatever is missing is recomputed from the
+catalog's text, and whatever no chunk of the catalog carries is dropped (see
+``indexer.reconcile``). The file is
 written atomically, so a reader process sees the previous save or the next one. A process
 that only searches maps the file read-only instead of copying it: its pages are the page
 cache's, shared by every process that serves the folder (a save is a new file, so a
@@ -19,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +150,37 @@ class VectorStore:
                 self._graph.add(ids, vectors)
             self._vectors_dirty = True
 
+    def holds(self, ids: Sequence[int]) -> npt.NDArray[np.bool_]:
+        """Which of the given ids have a vector."""
+        import numpy as np
+
+        return np.isin(np.asarray(ids, dtype=np.int64), self.ids())
+
+    def rekey(self, new_ids: Mapping[int, int]) -> None:
+        """Give each vector the id ``new_ids`` maps its id to; a vector whose id is not
+        mapped, or whose new id another took first, is dropped. The graph is dropped too
+        (``refresh_graph`` builds it again). Writer only, once, for an index whose
+        vectors were keyed by chunk id."""
+        import faiss
+        import numpy as np
+
+        self._check_writable()
+        with self._lock:
+            ids = np.array(faiss.vector_to_array(self._index.id_map), dtype=np.int64)
+            mapped = np.asarray([new_ids.get(int(i), -1) for i in ids], dtype=np.int64)
+            keep = mapped >= 0
+            _, first = np.unique(mapped, return_index=True)
+            unique = np.zeros(len(ids), dtype=bool)
+            unique[first] = True
+            keep &= unique
+            index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dimension))
+            if keep.any():
+                vectors = self._index.reconstruct_batch(ids[keep])
+                index.add_with_ids(np.ascontiguousarray(vectors), mapped[keep])
+            self._index = index
+            self._graph = None
+            self._vectors_dirty = True
+
     def remove(self, ids: Sequence[int]) -> int:
         import numpy as np
 
@@ -169,7 +202,7 @@ class VectorStore:
             raise RuntimeError(f"{self.path} is mapped read-only; load it unmapped to change it")
 
     def search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The k nearest chunk ids with their cosine similarity, best first.
+        """The k nearest ids with their cosine similarity, best first.
 
         Exact below ``approximate_from`` vectors; from there on, the graph's candidates
         scored with their exact vectors.
@@ -193,7 +226,7 @@ class VectorStore:
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
 
     def similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
-        """Cosine similarity of the query to each given chunk that has a vector."""
+        """Cosine similarity of the query to each given id that has a vector."""
         with self._lock:
             return self._similarity(query, ids)
 

@@ -15,6 +15,12 @@ Changed paths wait in a ``ChangeQueue`` until the folder has been quiet for a se
 then go as one batch to the engine's ``refresh``: the same incremental pass as the
 ``reindex`` tool, scoped to those paths (a folder takes everything under it). A file
 still being written waits until its size and mtime have settled.
+
+While another pass holds the index (a first index of hours, a forced pass, ``micro-rag
+index`` in another process), a batch is noted in the catalog for that pass, which takes
+it between two of its own files (``indexer.Follow``), and is tried again later as well.
+A refresh that fails (a full disk) keeps its batch and tries again, a little later each
+time, until it succeeds; meanwhile ``fault`` says why the changes wait.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
-from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
+from micro_rag_mcp.changes import Batch, ChangeFilter, ChangeQueue
 from micro_rag_mcp.errors import IndexBusy, MicroRagError, Stopped
 from micro_rag_mcp.fsutil import lock_is_held, try_lock
 from micro_rag_mcp.ignore import Rule
@@ -40,6 +46,7 @@ from micro_rag_mcp.settings import Settings
 logger = logging.getLogger(__name__)
 
 RETRY_S = 2.0  # a standby process tries the watch lock again; a busy index is retried
+RETRY_MAX_S = 60.0  # a refresh that fails is tried again after 2, 4, 8, ... up to this
 TICK_S = 0.5  # how often an idle watcher looks at its queue and for a stop
 STEP_MS = 100  # watchfiles groups events that come closer together than this
 
@@ -56,6 +63,7 @@ NETWORK_FS = frozenset(
 )
 
 Refresh = Callable[[Collection[str] | None], ReindexReport]  # None: the whole folder
+Note = Callable[[Collection[str]], None]  # hands changed paths to the pass holding the index
 
 
 def polling(interval_s: float) -> str:
@@ -91,7 +99,9 @@ class Watcher:
         holds_under: Callable[[str], bool],
         stop: threading.Event,
         *,
+        note: Note | None = None,
         retry_s: float = RETRY_S,
+        retry_max_s: float = RETRY_MAX_S,
     ) -> None:
         self.settings = settings
         self.paths = paths
@@ -99,6 +109,10 @@ class Watcher:
         self.queue = ChangeQueue(self.root)
         self.filter = ChangeFilter(settings, self.root)
         self.retry_s = retry_s
+        self.retry_max_s = retry_max_s
+        self.fault: str | None = None  # why the queued changes wait, while refreshes fail
+        self._failures = 0  # refreshes failed in a row
+        self._note = note
         self.ready = threading.Event()  # set once it watches, polls, stands by or gave up
         self._refresh = refresh
         self._holds_under = holds_under  # whether the index holds files under a folder
@@ -289,7 +303,8 @@ class Watcher:
         return stat.S_ISDIR(st.st_mode) or self.filter.indexable_name(rel)
 
     def _flush(self) -> None:
-        """Refresh the batch that is due, if any; a busy index is tried again later."""
+        """Refresh the batch that is due, if any; a busy index or a failed refresh is tried
+        again later."""
         batch = self.queue.take(time.monotonic())
         if batch is None:
             return
@@ -298,16 +313,18 @@ class Watcher:
             report = self._refresh(None if batch.everything else batch.paths)
         except IndexBusy as e:
             logger.debug("not refreshing %s yet: %s", what, e)
+            if batch.paths:
+                self._hand_over(batch.paths)
             self.queue.put_back(batch, time.monotonic(), self.retry_s)
             return
         except Stopped:
             raise
-        except MicroRagError as e:
-            logger.warning("cannot refresh %s: %s", what, e)
+        except Exception as e:
+            self._failed(batch, what, e)
             return
-        except Exception:
-            logger.exception("refreshing %s failed", what)
-            return
+        if self._failures:
+            logger.info("refreshing works again: %s", what)
+        self._failures, self.fault = 0, None
         changed = report.files_added + report.files_updated + report.files_removed
         logger.log(
             logging.INFO if changed else logging.DEBUG,
@@ -319,6 +336,28 @@ class Watcher:
             len(report.files_failed),
             report.elapsed_ms,
         )
+
+    def _hand_over(self, paths: Collection[str]) -> None:
+        """Note the paths for the pass that holds the index, which takes them as it goes."""
+        if self._note is None:
+            return
+        try:
+            self._note(paths)
+        except Exception as e:  # the batch stays queued: it is refreshed once the pass ends
+            logger.debug("cannot note %d changed paths for the running pass: %s", len(paths), e)
+
+    def _failed(self, batch: Batch, what: str, e: Exception) -> None:
+        """Keep a batch whose refresh failed, and try it again after a longer wait."""
+        reason = str(e) or type(e).__name__
+        hold = min(self.retry_max_s, self.retry_s * 2**self._failures)
+        if self._failures == 0 or reason != self.fault:
+            if isinstance(e, MicroRagError):
+                logger.warning("cannot refresh %s: %s; trying again in %g s", what, reason, hold)
+            else:
+                logger.exception("refreshing %s failed; trying again in %g s", what, hold)
+        self._failures += 1
+        self.fault = reason
+        self.queue.put_back(batch, time.monotonic(), hold)
 
 
 def _named(paths: Collection[str], shown: int = 5) -> str:

@@ -4,7 +4,10 @@ A pass takes this process's turn, then the index's lock (``index.lock``, shared 
 processes), reads what changed and embeds what lacks a vector, both at once
 (``pipeline``). The server's own passes (the start-up pass, a refresh) run in the
 background: a client's reindex that arrives during one waits for it, is shown its
-progress, then runs. ``IndexBusy`` is only for a
+progress, then runs. A plain client reindex (whole folder, not forced) that waits for a
+background pass over the whole folder is answered by that pass's report when the folder
+is followed here (``follows``): the watcher refreshes what changed after that pass read
+it, so a second pass would find nothing more. ``IndexBusy`` is only for a
 second client pass while one runs or waits here, and for any pass while another process
 holds the lock.
 
@@ -19,6 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.catalog import Catalog
@@ -45,6 +49,8 @@ class _Turn:
     kind: str  # "start-up", "refresh" or CLIENT
     progress: Progress | None = None
     claimed: bool = True  # False: reserved for a pass of this kind that has not begun
+    whole: bool = False  # a background pass over the whole folder, not forced
+    report: ReindexReport | None = None  # once the pass has ended with one
     live: Progress | None = None  # the pass's progress as of now (progress: as published)
 
 
@@ -61,6 +67,7 @@ class Writer:
         *,
         save_every_s: float = 30.0,
         steps: Steps = DEFAULT_STEPS,
+        follows: Callable[[], bool] = lambda: False,
     ) -> None:
         self.settings = settings
         self.paths = paths
@@ -70,6 +77,7 @@ class Writer:
         self._model = model
         self._vectors = vectors
         self._stop = stop
+        self._follows = follows  # whether changes to the folder are refreshed here (watched)
         self._changed = threading.Condition()  # guards the two fields below
         self._turn: _Turn | None = None  # the pass running in this process
         self._client = False  # a client's pass runs or waits for its turn
@@ -95,11 +103,15 @@ class Writer:
                     raise IndexBusy(describe_holder(self.paths.lock))
                 self._client = True
         try:
-            turn = self._take_turn(kind, progress)
+            whole = scope is None and not force
+            turn = self._take_turn(kind, progress, whole)
+            if turn.report is not None:  # a background pass over the whole folder did it
+                return turn.report
             try:
                 ensure_folder(self.paths.folder)
                 with WriterLock(self.paths.lock) as lock:
-                    return self._pass(lock, turn, scope, force, progress)
+                    turn.report = self._pass(lock, turn, scope, force, progress)
+                    return turn.report
             except (OSError, sqlite3.Error) as e:
                 raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
             finally:
@@ -125,23 +137,40 @@ class Writer:
                 self._turn = None
                 self._changed.notify_all()
 
-    def _take_turn(self, kind: str, progress: ProgressFn | None) -> _Turn:
-        """Wait for the pass running here to end, passing its progress on to ``progress``."""
+    def _take_turn(self, kind: str, progress: ProgressFn | None, whole: bool) -> _Turn:
+        """Wait for the pass running here to end, passing its progress on to ``progress``
+        (at once, then as it goes on); the turn taken, or, for a plain client pass, the
+        ended background pass over the whole folder that answers it."""
+        running: _Turn | None = None
         while True:
             with self._changed:
+                if running is not None:
+                    self._changed.wait(POLL_S)
+                    if running is not self._turn and self._answers(running, kind, whole):
+                        return running
                 turn = self._turn
                 if turn is not None and not turn.claimed and turn.kind == kind:
                     turn.claimed = True
+                    turn.whole = whole and kind != CLIENT
                     return turn
                 if turn is None:
-                    self._turn = _Turn(kind)
+                    self._turn = _Turn(kind, whole=whole and kind != CLIENT)
                     return self._turn
-                self._changed.wait(POLL_S)
-                running = self._turn
+                running = turn
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
-            if progress is not None and running is not None and running.progress is not None:
+            if progress is not None and running.progress is not None:
                 progress(replace(running.progress, waiting_for=running.kind))
+
+    def _answers(self, ended: _Turn, kind: str, whole: bool) -> bool:
+        """Whether the report of ``ended`` answers a pass of ``kind`` over ``whole``."""
+        return (
+            kind == CLIENT
+            and whole
+            and ended.whole
+            and ended.report is not None
+            and self._follows()
+        )
 
     def _pass(
         self,

@@ -2,7 +2,8 @@
 
 Each row becomes one line naming its columns, ``Name: Ada; Team: Core``, so a passage
 says what its values are; row numbers are those a spreadsheet shows (the header is
-row 1), and passages cite the rows they cover.
+row 1, or the row under a title: ``tables.table_head``), and passages cite the rows
+they cover.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from micro_rag_mcp.errors import ReadError
 from micro_rag_mcp.readers.document import Document, DocumentBuilder, normalize_text
 from micro_rag_mcp.readers.guards import Budget
+from micro_rag_mcp.readers.tables import MAX_TITLE_ROWS, table_head
 from micro_rag_mcp.readers.text import decode_text_bytes
 
 logger = logging.getLogger(__name__)
@@ -77,17 +79,15 @@ def _read_delimited(path: Path, delimiter: str | None, time_budget: float) -> Do
     reader = csv.reader(io.StringIO(text, newline=""), dialect)
     budget = Budget(time_budget)
     builder = DocumentBuilder()
-    headers: list[str] | None = None
     number = 0
     try:
-        for number, row in enumerate(reader, 1):  # noqa: B007 (number is used after the loop)
+        head, rows = table_head(enumerate(reader, 1))
+        headers = headers_of(head.header) if head is not None else []
+        builder.section(head.title if head is not None else "")
+        for number, row in rows:  # noqa: B007 (number is used after the loop)
             if number % 1000 == 0 and budget.spent():
                 logger.warning("%s: stopped at row %d (time budget used up)", path, number)
                 break
-            if headers is None:
-                if any(cell.strip() for cell in row):
-                    headers = headers_of(row)
-                continue
             builder.add(row_text(headers, row), sep="\n", row=number)
     except csv.Error as e:
         raise ReadError(f"could not parse CSV file: row {number + 1}: {e}") from e
@@ -95,9 +95,21 @@ def _read_delimited(path: Path, delimiter: str | None, time_budget: float) -> Do
 
 
 def _dialect(sample: str, delimiter: str | None) -> type[csv.Dialect] | csv.Dialect:
-    """The sample's dialect, or Excel's (with ``delimiter``) when it cannot be told."""
+    """The sample's dialect, or Excel's (with ``delimiter``) when it cannot be told.
+
+    Title lines without any delimiter (``tables.table_head``) are left out of the sample:
+    they would make every delimiter look inconsistent.
+    """
+    candidates = delimiter or ",;\t|"
+    lines = sample.splitlines(keepends=True)
+    titles = 0
+    while titles < min(MAX_TITLE_ROWS, len(lines) - 1) and not any(
+        d in lines[titles] for d in candidates
+    ):
+        titles += 1
+    sample = "".join(lines[titles:])
     try:
-        sniffed = csv.Sniffer().sniff(sample, delimiters=delimiter or ",;\t|")
+        sniffed = csv.Sniffer().sniff(sample, delimiters=candidates)
     except csv.Error:
         sniffed = None
     if sniffed is not None and (delimiter is None or sniffed.delimiter == delimiter):

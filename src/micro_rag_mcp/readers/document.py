@@ -78,6 +78,22 @@ def clean_heading(raw: str) -> str:
     return heading[:HEADING_MAX_CHARS].rstrip()
 
 
+def first_line_heading(raw: str) -> str:
+    """A title's first non-blank line as a heading, cut at a word past 120 characters.
+
+    For display only: a slide whose title placeholder holds a whole list keeps the list in
+    its text, and names the slide by the list's first line.
+    """
+    line = next((line for line in normalize_text(raw).split("\n") if line.strip()), "")
+    heading = " ".join(line.split())
+    if len(heading) <= HEADING_MAX_CHARS:
+        return heading
+    cut = heading[: HEADING_MAX_CHARS - 1]
+    if " " in cut[HEADING_MAX_CHARS // 2 :]:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 class HeadingPath:
     """The path of headings above the current point, as levels are met in reading order."""
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers.data import cell_text, headers_of, row_text
+from micro_rag_mcp.readers.data import headers_of, row_text
 from micro_rag_mcp.readers.document import (
     Document,
     DocumentBuilder,
     HeadingPath,
-    clean_heading,
     clean_title,
+    first_line_heading,
 )
 from micro_rag_mcp.readers.guards import (
     DEFAULT_ZIP_LIMITS,
@@ -30,6 +30,7 @@ from micro_rag_mcp.readers.guards import (
     short,
     vet_zip,
 )
+from micro_rag_mcp.readers.tables import table_head
 
 logger = logging.getLogger(__name__)
 
@@ -237,7 +238,8 @@ def read_xlsx(path: Path, *, time_budget: float = SHEET_TIME_BUDGET_S) -> Docume
     """Every worksheet, each row with its header row (``Name: Ada; Team: Core``).
 
     Cell values as last calculated, never formulas; a passage names its sheet and the
-    rows it covers and never spans two sheets. Charts and images are left out.
+    rows it covers and never spans two sheets; a title above the header
+    (``tables.table_head``) is the sheet's section. Charts and images are left out.
     """
     vet_zip(path, "XLSX", "xl/workbook.xml")
     import openpyxl
@@ -269,16 +271,16 @@ def _add_sheet(builder: DocumentBuilder, sheet: Any, budget: Budget, path: Path)
     sheet.reset_dimensions()  # read the cells there are, not the range the file claims
     name = sheet.title.replace('"', "'")
     builder.locator(f'sheet "{name}"', hard=True)
-    headers: list[str] | None = None
+    head, rows = table_head(enumerate(sheet.iter_rows(min_row=1, values_only=True), 1))
+    if head is None:
+        return
+    headers = headers_of(head.header)
+    builder.section(head.title)
     sep = "\n\n"  # before the sheet's first row, then one row a line
-    for number, row in enumerate(sheet.iter_rows(min_row=1, values_only=True), 1):
+    for number, row in rows:
         if number % 1000 == 0 and budget.spent():
             logger.warning("%s: sheet %r stopped at row %d (time budget)", path, name, number)
             return
-        if headers is None:
-            if any(cell_text(v) for v in row):
-                headers = headers_of(row)
-            continue
         if builder.add(row_text(headers, row), sep=sep, row=number):
             sep = "\n"
 
@@ -289,7 +291,8 @@ def _add_sheet(builder: DocumentBuilder, sheet: Any, budget: Budget, path: Path)
 def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Document:
     """Each slide's title, text frames, grouped shapes and tables, then its notes.
 
-    A passage names its slide and never spans two; the slide title is its section.
+    Every shape's text is read whole, the title placeholder's too. A passage names its
+    slide and never spans two; the section is the title's first line, shortened.
     Pictures, charts and media are left out.
     """
     vet_zip(path, "PPTX", "ppt/presentation.xml")
@@ -308,11 +311,10 @@ def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Docume
             logger.warning("%s: stopped before slide %d (time budget)", path, number)
             break
         title_shape = slide.shapes.title
-        title = clean_heading(title_shape.text_frame.text) if title_shape is not None else ""
+        title_text = title_shape.text_frame.text if title_shape is not None else ""
         builder.locator(f"slide {number}", hard=True)
-        builder.section(title)
-        if title:
-            builder.add(title)
+        builder.section(first_line_heading(title_text))
+        builder.add(title_text)  # whole: a deck may keep its body in the title placeholder
         skip = title_shape.shape_id if title_shape is not None else None
         for text in _shape_texts(slide.shapes, skip):
             builder.add(text)

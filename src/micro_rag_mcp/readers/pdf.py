@@ -1,4 +1,4 @@
-"""PDF: text page by page with pdfium (pypdfium2), and the document's title."""
+"""PDF: text page by page with pdfium (pypdfium2), OCR for scanned pages, and the title."""
 
 from __future__ import annotations
 
@@ -17,6 +17,15 @@ from micro_rag_mcp.readers.document import (
     normalize_text,
 )
 from micro_rag_mcp.readers.guards import Budget, short
+from micro_rag_mcp.readers.ocr import (
+    FILE_BUDGET_S,
+    INSTALL_HINT,
+    OCR_LOCATOR,
+    PAGE_BUDGET_S,
+    RENDER_DPI,
+    ocr_installed,
+    recognize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +41,9 @@ def read_pdf(
     *,
     time_budget: float = PDF_TIME_BUDGET_S,
     max_pages: int = PDF_MAX_PAGES,
+    ocr: bool | None = None,
+    ocr_budget: float = FILE_BUDGET_S,
+    ocr_page_budget: float = PAGE_BUDGET_S,
 ) -> Document:
     """Extract text page by page; pages joined by a blank line, offsets in ``page_starts``.
 
@@ -40,19 +52,83 @@ def read_pdf(
     between pages, so a single pathological page can still take long. The file is read
     through one open stream, never reopened by name (``path`` may be a descriptor's
     ``/proc/self/fd/N``).
+
+    A page with no text layer but an image is recognized by OCR (``ocr``: None when the
+    extra is installed) and has the locator ``OCR``; a page with a text layer never is.
+    Pages are started while ``ocr_budget`` lasts; each stops after ``ocr_page_budget``.
     """
+    use_ocr = ocr_installed() if ocr is None else ocr
     with open(path, "rb") as stream:
         pdf = _open_pdf(stream)
         try:
             texts = _extract_pages(pdf, path, time_budget, max_pages)
+            recognized = (
+                _recognize_scans(pdf, texts, path, ocr_budget, ocr_page_budget)
+                if use_ocr
+                else set()
+            )
             title = _pdf_title(pdf, path)
             outline = _outline(pdf, path)
         finally:
             pdf.close()
     if not any(texts):
-        raise ReadError("no extractable text (scanned PDF without a text layer?)")
+        if use_ocr:
+            raise ReadError("no extractable text, and none recognized by OCR")
+        raise ReadError(f"no extractable text (a scan? OCR reads scans: {INSTALL_HINT})")
     doc = _join_pages(texts, title)
-    return replace(doc, sections=_page_sections(outline, doc.page_starts))
+    return replace(
+        doc,
+        sections=_page_sections(outline, doc.page_starts),
+        locators=_ocr_marks(recognized, doc.page_starts),
+    )
+
+
+def _recognize_scans(
+    pdf: Any, texts: list[str], path: Path, file_budget: float, page_budget: float
+) -> set[int]:
+    """OCR each page that has no text but an image, in place; the pages recognized."""
+    budget = Budget(file_budget)
+    recognized: set[int] = set()
+    for index, text in enumerate(texts):
+        if text or not _has_image(pdf, index, path):
+            continue
+        if budget.spent():
+            logger.warning("%s: OCR stopped before page %d (time budget)", path, index + 1)
+            break
+        try:
+            with closing(pdf[index]) as page:
+                image = page.render(scale=RENDER_DPI / 72).to_pil()
+            where = f"{path} page {index + 1}"
+            texts[index] = normalize_text(recognize(image, where=where, budget_s=page_budget))
+        except ReadError:
+            raise  # the recognizer cannot start: no page can be read
+        except Exception as e:  # one bad page must not lose the whole document
+            logger.warning("%s: page %d could not be recognized: %s", path, index + 1, short(e))
+            continue
+        if texts[index]:
+            recognized.add(index)
+    return recognized
+
+
+def _has_image(pdf: Any, index: int, path: Path) -> bool:
+    import pypdfium2.raw as pdfium_c
+
+    try:
+        with closing(pdf[index]) as page:
+            return any(True for _ in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE]))
+    except Exception as e:
+        logger.warning("%s: page %d could not be inspected: %s", path, index + 1, short(e))
+        return False
+
+
+def _ocr_marks(recognized: set[int], page_starts: tuple[int, ...]) -> Marks:
+    """The locator ``OCR`` from each recognized page's start, cleared at the next other page."""
+    marks: list[tuple[int, str]] = []
+    for index, start in enumerate(page_starts):
+        label = OCR_LOCATOR if index in recognized else ""
+        if (marks[-1][1] if marks else "") != label:
+            marks.append((start, label))
+    return tuple(marks)
 
 
 def _open_pdf(stream: BinaryIO) -> Any:

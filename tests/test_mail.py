@@ -1,0 +1,110 @@
+"""E-mail messages: subject as title, head and body, attachments read as parts of the message."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.chunking import Locator
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers import Document, read_document
+from tests.docfactory import pdf_bytes
+from tests.formatfactory import Slide, make_pptx
+
+
+def read(path: Path) -> Document:
+    return read_document(path, max_bytes=10**8)
+
+
+def where(doc: Document, needle: str) -> tuple[str | None, str | None]:
+    start = doc.text.index(needle)
+    locate = Locator(doc.text, doc.page_starts, sections=doc.sections, locators=doc.locators)
+    return locate.section(start), locate.where(start, start + len(needle))
+
+
+def message(subject: str = "Crane repair: quote and schedule") -> EmailMessage:
+    msg = EmailMessage()
+    msg["Subject"] = subject
+    msg["From"] = "Ada Lovelace <ada@example.org>"
+    msg["To"] = "Harbour Office <office@example.org>"
+    msg["Date"] = "Tue, 01 Dec 2026 10:00:00 +0000"
+    return msg
+
+
+def save(path: Path, msg: EmailMessage) -> Path:
+    path.write_bytes(msg.as_bytes())
+    return path
+
+
+def test_head_and_the_plain_text_body_are_preferred_to_html(tmp_path: Path) -> None:
+    msg = message()
+    msg.set_content("The quote is attached.\nWork starts on Monday.")
+    msg.add_alternative("<p>HTML twin of the body</p>", subtype="html")
+    doc = read(save(tmp_path / "quote.eml", msg))
+    assert doc.title == "Crane repair: quote and schedule"
+    assert doc.text.startswith(
+        "From: Ada Lovelace <ada@example.org>\nTo: Harbour Office <office@example.org>\n"
+        "Date: Tue, 01 Dec 2026 10:00:00 +0000\n\nThe quote is attached.\nWork starts on Monday."
+    )
+    assert "HTML twin" not in doc.text
+
+
+def test_an_html_only_body_goes_through_the_web_reader(tmp_path: Path) -> None:
+    msg = message()
+    msg.set_content(
+        "<html><head><style>p{}</style></head><body><h1>Caf\xe9 menu</h1><p>Soup</p></body></html>",
+        subtype="html",
+        charset="iso-8859-1",
+    )
+    doc = read(save(tmp_path / "menu.eml", msg))
+    assert "Café menu" in doc.text and "p{}" not in doc.text
+    assert where(doc, "Soup") == ("Café menu", None)
+
+
+def test_attachments_are_parts_with_their_own_locators(tmp_path: Path) -> None:
+    msg = message()
+    msg.set_content("See the two files.")
+    pdf = pdf_bytes(["Quote page one", "Crane parts on page two"])
+    msg.add_attachment(pdf, maintype="application", subtype="pdf", filename="quote.pdf")
+    deck = make_pptx(tmp_path / "plan.pptx", [Slide("Plan", body=["Lift the boom"])])
+    msg.add_attachment(
+        deck.read_bytes(), maintype="application", subtype="octet-stream", filename="plan.pptx"
+    )
+    msg.add_attachment(b"\x00\x01binary", maintype="application", subtype="x-bin", filename="a.bin")
+    doc = read(save(tmp_path / "files.eml", msg))
+    assert where(doc, "See the two files.") == (None, None)
+    assert where(doc, "Crane parts on page two") == (None, 'attachment "quote.pdf" page 2')
+    assert where(doc, "Quote page one") == (None, 'attachment "quote.pdf" page 1')
+    assert where(doc, "Lift the boom") == ("Plan", 'attachment "plan.pptx" slide 1')
+    assert "binary" not in doc.text
+
+
+def test_a_forwarded_message_is_read_as_its_head_and_body(tmp_path: Path) -> None:
+    inner = message("Original question")
+    inner.set_content("Can the crane lift ten tonnes?")
+    outer = message("Fwd: Original question")
+    outer.set_content("Forwarding this.")
+    outer.add_attachment(inner)
+    doc = read(save(tmp_path / "fwd.eml", outer))
+    assert where(doc, "Can the crane lift") == (
+        None,
+        'attachment "attachment 1" "Original question"',
+    )
+
+
+def test_an_unreadable_attachment_costs_only_itself(tmp_path: Path) -> None:
+    msg = message()
+    msg.set_content("Body survives.")
+    msg.add_attachment(b"not a pdf", maintype="application", subtype="pdf", filename="bad.pdf")
+    doc = read(save(tmp_path / "bad.eml", msg))
+    assert "Body survives." in doc.text and "bad.pdf" not in doc.text
+
+
+@pytest.mark.parametrize("content", [b"", b"just some words\nwithout any header\n"])
+def test_a_file_without_mail_headers_gets_a_reason(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "odd.eml"
+    path.write_bytes(content)
+    with pytest.raises(ReadError, match="not an e-mail message"):
+        read(path)

@@ -1,0 +1,149 @@
+"""OCR (the ``ocr`` extra): scanned PDF pages and image files, read offline.
+
+Skipped as a whole when the extra is not installed; what happens then is pinned by the
+tests that pass ``ocr=False`` and by tests/test_registry.py.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.chunking import Locator
+from micro_rag_mcp.errors import ReadError
+from micro_rag_mcp.readers import READERS, Document, read_document
+from micro_rag_mcp.readers.ocr import INSTALL_HINT, ocr_installed
+from micro_rag_mcp.readers.pdf import read_pdf
+from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
+
+needs_ocr = pytest.mark.skipif(
+    not ocr_installed(), reason="the ocr extra is not installed (pip install -e '.[ocr]')"
+)
+
+INVOICE = ["Invoice 4471 for the harbour crane repair", "Total due within thirty days"]
+
+
+def words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def read(path: Path) -> Document:
+    return read_document(path, max_bytes=10**8)
+
+
+def place(doc: Document, needle: str) -> tuple[int | None, str | None]:
+    start = doc.text.index(needle)
+    locate = Locator(doc.text, doc.page_starts, locators=doc.locators)
+    return locate.page(start), locate.where(start, start + len(needle))
+
+
+def test_without_ocr_a_scanned_pdf_fails_with_the_install_hint(tmp_path: Path) -> None:
+    path = make_scanned_pdf(tmp_path / "scan.pdf", [("", INVOICE)])
+    with pytest.raises(ReadError, match=re.escape(INSTALL_HINT)):
+        read_pdf(path, ocr=False)
+
+
+def test_images_are_indexed_only_with_the_extra() -> None:
+    assert (".png" in READERS) == ocr_installed()
+
+
+@needs_ocr
+def test_an_image_file_is_read_by_ocr_and_marked_so(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.png"
+    text_image(INVOICE).save(path)
+    doc = read(path)
+    assert words(" ".join(INVOICE)) <= words(doc.text)
+    assert doc.locators == ((0, "OCR"),) and doc.page_starts == ()
+
+
+@needs_ocr
+def test_each_frame_of_a_tiff_is_a_page(tmp_path: Path) -> None:
+    path = tmp_path / "fax.tif"
+    first, second = text_image(["Fax cover sheet"]), text_image(["Second page of the fax"])
+    first.save(path, save_all=True, append_images=[second])
+    doc = read(path)
+    assert place(doc, "Second page")[0] == 2 and place(doc, "cover sheet")[0] == 1
+
+
+@needs_ocr
+def test_only_pages_without_a_text_layer_are_recognized(tmp_path: Path) -> None:
+    path = make_scanned_pdf(
+        tmp_path / "mixed.pdf",
+        [
+            ("Typed cover letter", ["Printed words inside a picture"]),
+            ("", INVOICE),
+            ("Appendix", []),
+        ],
+    )
+    doc = read(path)
+    assert "picture" not in doc.text  # page 1 has a text layer: its image is not read
+    assert place(doc, "Typed cover letter") == (1, None)
+    start = doc.text.index("Invoice")
+    assert words(" ".join(INVOICE)) <= words(doc.text[start:])
+    assert place(doc, "Invoice") == (2, "OCR")
+    assert place(doc, "Appendix") == (3, None)
+
+
+@needs_ocr
+def test_a_scanned_pdf_with_no_words_in_its_images_gets_a_reason(tmp_path: Path) -> None:
+    with pytest.raises(ReadError, match="none recognized by OCR"):
+        read(make_blank_scan(tmp_path / "blank.pdf"))
+
+
+@needs_ocr
+def test_a_file_that_is_not_an_image_gets_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "fake.jpg"
+    path.write_text("not an image at all")
+    with pytest.raises(ReadError, match="not a readable image"):
+        read(path)
+
+
+@needs_ocr
+def test_a_page_stops_between_line_batches_once_its_budget_is_spent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from micro_rag_mcp.readers.ocr import recognize
+
+    lines = [f"Line number {n} of the dense page" for n in range(1, 31)]
+    with caplog.at_level("WARNING"):
+        text = recognize(text_image(lines), where="dense.png", budget_s=0.0)
+    assert "Line number 1 " in text and "Line number 30 " not in text
+    assert "dense.png: OCR stopped after 12 of 30 lines" in caplog.text
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid PNG header (with its checksum) claiming ``width`` × ``height`` pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b""))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "reason"),
+    [((12_000, 10_000), "refused: an image of 12000×10000 pixels"), ((40_000, 40_000), "exceeds")],
+)
+def test_an_image_claiming_a_huge_canvas_is_refused_undecoded(
+    tmp_path: Path, size: tuple[int, int], reason: str
+) -> None:
+    from micro_rag_mcp.readers.images import read_image
+
+    path = tmp_path / "huge.png"
+    path.write_bytes(png_claiming(*size))
+    with warnings.catch_warnings(), pytest.raises(ReadError, match=reason):
+        warnings.simplefilter("ignore")  # Pillow's own warning about a large image
+        read_image(path)

@@ -174,7 +174,7 @@ def test_unreadable_file_is_recorded_with_reason_and_not_retried_until_it_change
     assert [p for p, _ in report.files_failed] == ["bad.pdf"]
     assert report.files_failed[0][1]
     again = engine.reindex()
-    assert again.files_unchanged == 2  # bad.pdf not re-read
+    assert again.files_unchanged == 1  # good.txt; bad.pdf, not re-read, counts as failed only
     assert [p for p, _ in again.files_failed] == ["bad.pdf"]
     assert engine.state().files_failed == 1 and engine.state().files_indexed == 1
 

@@ -8,6 +8,7 @@ first index is measured by ``bench.indexing_pass``; the generated folders are ma
   beforehand); the encoder alone then embeds that index's chunk texts in one call; two
   rounds of each, alternating, the best of each (``--indexing-levers``: each lever alone
   beside the shipped pass);
+- the MCP handshake against a bare ``MCPServer``'s, side by side (``bench.handshake``);
 - the server over stdio on a generated folder (``--indexing-files``, fresh index): time
   from process start to the MCP handshake and to the first keyword answer, and with
   ``--indexing-full`` to all vectors (minutes: the encoder does every chunk);
@@ -33,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.handshake import rows as handshake_rows
 from bench.indexing_folders import (
     big_docx,
     large_folder,
@@ -127,6 +129,7 @@ def run(args: argparse.Namespace) -> list[Row]:
                     rows += stage_profile(name, folder, work)
     small = notes_folder(work, n_files)
     if "start" in parts:
+        rows += handshake_rows(work / "handshake-docs", 5 if args.quick else 15, SECTION)
         rows += server_start(small, work / f"fresh-{n_files}", n_files, full=args.indexing_full)
         if n_big:
             big = notes_folder(work, n_big)

@@ -73,7 +73,8 @@ def eventually(
 def make_settings(data: Path, **kw: object) -> Settings:
     """Settings for a test folder; the folder is not watched unless ``watch`` says so."""
     kw.setdefault("watch", "off")
-    return Settings(data_folder=data, index_folder=data / "index", **kw)  # type: ignore[arg-type]
+    kw.setdefault("index_folder", data / "index")
+    return Settings(data_folder=data, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -171,6 +171,16 @@ def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
     assert "unchanged  3" in stdout
 
 
+def test_index_notices_name_the_flag_the_person_typed(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag("index", str(data), "--glob", "nomatch/**")
+    assert out.returncode == 0, out.stderr
+    assert 'note: --glob "nomatch/**" matches no file' in out.stderr
+    assert "path_glob" not in out.stdout + out.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -193,6 +203,7 @@ def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
             "argument --start: must be an integer (got 'x')",
         ),
         (["index", "{data}", "--exts", ".exe"], "--exts: unsupported extension '.exe'"),
+        (["index", "{data}", "--glob", "/etc/*"], "micro-rag index: error: --glob '/etc/*' is"),
         (["index", "{data}", "--chunk-size", "10"], "--chunk-size must be at least 50"),
         (["frobnicate"], "argument COMMAND: invalid choice: 'frobnicate'"),
     ],

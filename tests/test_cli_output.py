@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import shlex
 
+import pytest
 from rich.console import Console
 
-from micro_rag_mcp.cli_output import IndexDisplay, highlighted, query_terms, snippet
-from micro_rag_mcp.results import Progress
+from micro_rag_mcp.cli_output import IndexDisplay, Screens, highlighted, query_terms, snippet
+from micro_rag_mcp.results import Progress, TextPassage
 
 
 def feed(display: IndexDisplay) -> None:
@@ -50,3 +52,19 @@ def test_a_long_passage_is_cut_around_the_first_query_word() -> None:
     cut = snippet(passage, ["hindenburg"], width=120)
     assert cut.startswith("…") and cut.endswith("…") and "The Hindenburg burned" in cut
     assert len(cut) == 122
+
+
+def test_the_more_hint_is_a_command_a_shell_runs_as_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = io.StringIO()
+    passage = TextPassage(
+        path="sec/2023 Q1 INTC.pdf", ext=".pdf", mtime_ns=0, text="Revenue rose.",
+        char_start=0, char_end=13, next_char_start=2787, total_chars=9000, page=None,
+        line_start=None, line_end=None,
+    )  # fmt: skip
+    Screens(err=Console(file=err, width=200)).passage(passage, "my docs")
+    more = next(line for line in err.getvalue().splitlines() if line.startswith("more: "))
+    words = shlex.split(more.removeprefix("more: "))
+    assert words == ["micro-rag", "read", "my docs", "sec/2023 Q1 INTC.pdf", "--start", "2787"]
+    assert capsys.readouterr().out == "Revenue rose.\n"

@@ -11,7 +11,8 @@ import pytest
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.indexer import EMBED_BATCH
-from micro_rag_mcp.model import ModelHandle, Preload
+from micro_rag_mcp.model import ModelHandle
+from micro_rag_mcp.pipeline import Steps
 from micro_rag_mcp.results import ModelState
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
@@ -125,6 +126,30 @@ def test_stop_ends_the_start_up_pass_after_one_step_and_keeps_its_vectors(data: 
     assert not eng.state().indexing
 
 
+def test_the_reading_progress_keeps_up_with_the_files_while_a_step_embeds(data: Path) -> None:
+    for i in range(8):
+        write(data / f"note{i}.txt", f"Note number {i} about topic {i}.")
+    embedder = GatedEmbedder()
+    embedder.gate.clear()  # the first step is held while reading goes on
+    eng = Engine(make_settings(data), lambda: embedder, steps=Steps(size=1))
+    eng.start()
+    try:
+        eventually(embedder.held.is_set, "a step is held")
+        eventually(lambda: eng.state().files_indexed == 8, "every file is read")
+
+        def says_all_read() -> bool:  # the last file's progress follows its commit
+            state = eng.state()
+            return (state.phase, state.done, state.total, state.files_indexed) == (
+                "reading", 8, 8, 8,
+            )  # fmt: skip
+
+        eventually(says_all_read, "the progress says every file is read, as the index does")
+        assert embedder.held.is_set() and not embedder.gate.is_set()  # the step still runs
+    finally:
+        embedder.gate.set()
+        eng.stop()
+
+
 def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching_on(
     data: Path,
 ) -> None:
@@ -196,24 +221,3 @@ def test_a_failing_query_embedding_fails_the_search_with_its_own_error(data: Pat
             engine.search("cargo vessel")
     finally:
         engine.stop()
-
-
-def test_a_preloaded_model_is_the_handles_and_so_is_its_failure() -> None:
-    release = threading.Event()
-
-    def slow_load() -> FakeEmbedder:
-        release.wait(30)
-        return FakeEmbedder()
-
-    preload = Preload(slow_load)  # the load begins now, before any handle exists
-    model = ModelHandle(preload.result)
-    assert model.get(0.0) is None and model.state is ModelState.LOADING
-    release.set()
-    assert isinstance(model.get(30.0), FakeEmbedder) and model.state is ModelState.READY
-
-    def broken() -> FakeEmbedder:
-        raise ModelUnavailable("no weights here")
-
-    failed = ModelHandle(Preload(broken).result)
-    assert failed.get(30.0) is None and failed.state is ModelState.FAILED
-    assert failed.error is not None and "no weights here" in failed.error

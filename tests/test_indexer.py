@@ -174,7 +174,7 @@ def test_unreadable_file_is_recorded_with_reason_and_not_retried_until_it_change
     assert [p for p, _ in report.files_failed] == ["bad.pdf"]
     assert report.files_failed[0][1]
     again = engine.reindex()
-    assert again.files_unchanged == 2  # bad.pdf not re-read
+    assert again.files_unchanged == 1  # good.txt; bad.pdf, not re-read, counts as failed only
     assert [p for p, _ in again.files_failed] == ["bad.pdf"]
     assert engine.state().files_failed == 1 and engine.state().files_indexed == 1
 
@@ -329,3 +329,17 @@ def test_exclude_patterns_are_checked_on_the_command_line() -> None:
     for bad in ["", "# comment", "a\nb"]:
         with pytest.raises(ConfigError, match="--exclude"):
             parse_excludes([bad])
+
+
+def test_a_failed_file_is_counted_failed_not_also_unchanged(data: Path) -> None:
+    write(data / "a.md", "Apples grow in the orchard.", mtime=1_000_000_000)
+    (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    os.utime(data / "broken.pdf", (1_000_000_000, 1_000_000_000))  # an old stamp: trusted
+    engine = Engine(make_settings(data), FakeEmbedder)
+    engine.load_model()
+    try:
+        reports = [engine.reindex() for _ in range(3)]
+    finally:
+        engine.stop()
+    assert [(r.files_added, r.files_unchanged) for r in reports] == [(1, 0), (0, 1), (0, 1)]
+    assert all([p for p, _ in r.files_failed] == ["broken.pdf"] for r in reports)

@@ -176,6 +176,25 @@ def test_search_reindex_and_read_match_the_embedded_store(
         store.stop()
 
 
+def test_a_failed_file_is_counted_failed_not_also_unchanged_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    folder = write_folder(tmp_path / "docs", {"a.md": "Apples grow in the orchard."})
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    os.utime(folder / "broken.pdf", ns=(10**18, 10**18))
+    embedded = Engine(make_settings(folder), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(folder, milvus.config())
+    try:
+        for want in [(1, 0), (0, 1), (0, 1)]:
+            for report in (embedded.reindex(), store.reindex()):
+                assert (report.files_added, report.files_unchanged) == want
+                assert [p for p, _ in report.files_failed] == ["broken.pdf"]
+    finally:
+        embedded.stop()
+        store.stop()
+
+
 def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_store(
     milvus: MilvusServer, tmp_path: Path
 ) -> None:

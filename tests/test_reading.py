@@ -156,6 +156,14 @@ def test_a_pdf_page_and_a_text_range_carry_the_locators_search_gives(
             'no file "NOTES.txt" in the index; did you mean "notes.txt"?',
         ),
         ("broken.pdf", {}, NotIndexed, '"broken.pdf" is in the folder but could not be indexed: '),
+        (
+            "tool.py",
+            {},
+            NotIndexed,
+            'no file "tool.py" in the index: .py files are not indexed here; include them '
+            "with --exts (e.g. --exts docs,code) and reindex",
+        ),
+        ("setup.exe", {}, NotIndexed, ".exe files are not a type the index reads"),
         ("notes.txt", {"page": 1}, InvalidArgument, "page applies to PDF files only"),
         ("report.pdf", {"page": 2}, InvalidArgument, "page 2 of report.pdf has no text"),
         ("report.pdf", {"page": 7}, InvalidArgument, "page must be at most 3, the last page"),
@@ -176,6 +184,7 @@ def test_what_is_not_in_the_index_is_refused_in_one_sentence(
     make_pdf(data / "report.pdf", ["One.", "", "Three."])
     (data / "notes.txt").write_text("Some notes.")
     (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
+    (data / "tool.py").write_text("print('a script, not a document')\n")
     engine.reindex()
     with pytest.raises(error) as caught:
         engine.read(path, **kw)  # type: ignore[arg-type]

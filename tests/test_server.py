@@ -342,3 +342,50 @@ def hold_lock(path: Path) -> subprocess.Popen[bytes]:
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
     return holder
+
+
+class Opened:
+    """A stand-in store that notes when it is started."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.stopped = False
+
+    def start(self) -> None:
+        self.started = True
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_the_store_is_opened_only_after_the_handshake_is_answered() -> None:
+    from types import SimpleNamespace
+
+    from micro_rag_mcp.server import Later, StartAfterHandshake
+
+    made: list[Opened] = []
+
+    def open_store() -> Opened:
+        made.append(Opened())
+        return made[-1]
+
+    later = Later(open_store)  # type: ignore[arg-type]
+    middleware = StartAfterHandshake()
+    seen: list[tuple[str, bool]] = []
+
+    async def call_next(ctx: Any) -> None:
+        seen.append((ctx.method, later.opened))
+
+    async def messages() -> None:
+        for method in ("initialize", "notifications/initialized", "tools/list"):
+            await middleware(SimpleNamespace(method=method, lifespan_context=later), call_next)  # type: ignore[arg-type]
+
+    anyio.run(messages)
+    assert seen == [
+        ("initialize", False),  # nothing is opened, nor the model loaded, before the answer
+        ("notifications/initialized", True),
+        ("tools/list", True),
+    ]
+    assert len(made) == 1 and made[0].started
+    later.stop()
+    assert made[0].stopped

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -104,6 +105,10 @@ def test_server_stopped_while_embedding_exits_0_and_keeps_its_vectors(
     assert "terminate called" not in log and "Traceback" not in log, log
     if how != "stdin closed":
         assert f"{how}: stopping" in log
+    loaded = re.search(r"loaded \S+ from .* in ([\d.]+) s", log)
+    ready = re.search(r"model ready, ([\d.]+) s after its load began", log)
+    assert loaded and ready, log
+    assert float(ready[1]) >= float(loaded[1]), log  # the same load, timed around it
     catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
     try:
         chunk_keys = set(catalog.id_keys()[1].tolist())

@@ -21,7 +21,7 @@ from mcp import Client
 
 from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.watch import STANDBY, WATCHED_ELSEWHERE, WATCHING, network_fs
+from micro_rag_mcp.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING, network_fs
 from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
 from tests.test_e2e_stdio import server_params, wait_idle
@@ -43,7 +43,7 @@ def following(data: Path, **kw: object) -> Iterator[Engine]:
     eng.load_model()
     eng.start()
     try:
-        eventually(lambda: eng.state().watch != "off", "the watcher is set up")
+        eventually(lambda: eng.state().watch not in ("off", STARTING), "the watcher is set up")
         # The start-up pass creates the catalog, and runs until it is done.
         started = eng.paths.catalog.exists
         eventually(lambda: started() and not eng.state().indexing, "the start-up pass is done")
@@ -189,6 +189,26 @@ def test_one_watcher_per_folder_and_the_other_takes_over(data: Path) -> None:
             eventually(lambda: paths_for(second, "walruses") == ["b.txt"], "the second indexes")
         finally:
             second.stop()
+
+
+def test_a_watcher_setting_up_says_starting_never_that_another_process_watches(
+    data: Path,
+) -> None:
+    eng = Engine(make_settings(data, watch="auto"), FakeEmbedder)
+    eng.load_model()
+    seen: list[str] = []
+    eng.start()
+    try:
+
+        def watching() -> bool:
+            seen.append(eng.state().watch)
+            return seen[-1] == WATCHING
+
+        eventually(watching, "the watcher watches")
+    finally:
+        eng.stop()
+    # Its own watch lock, taken before the watch is set up, is not another process's.
+    assert set(seen) <= {STARTING, WATCHING}, seen
 
 
 def test_a_process_that_does_not_watch_says_whether_another_does(data: Path) -> None:

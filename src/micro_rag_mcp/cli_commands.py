@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.errors import ConfigError, InvalidArgument, MicroRagError
-from micro_rag_mcp.layout import IndexPaths
+from micro_rag_mcp.layout import IndexPaths, check_index_folder
 from micro_rag_mcp.main import check_folders, parse_excludes, parse_exts, store_from_args
+from micro_rag_mcp.scanner import PathGlob
 from micro_rag_mcp.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
@@ -49,8 +50,13 @@ class NoIndex(MicroRagError):
 # -- settings ---------------------------------------------------------------------------
 
 
-def _folders(args: argparse.Namespace) -> tuple[Path, Path]:
-    return check_folders(args.folder, args.index_folder, "FOLDER")
+def _folders(args: argparse.Namespace, *, local: bool = True) -> tuple[Path, Path]:
+    """The data and index folders; ``local``: the index lives in the index folder, which
+    must then be ours (``layout.check_index_folder``)."""
+    data, index = check_folders(args.folder, args.index_folder, "FOLDER")
+    if local:
+        check_index_folder(index, given=args.index_folder is not None)
+    return data, index
 
 
 def _reader_settings(args: argparse.Namespace) -> Settings:
@@ -69,13 +75,14 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
     return Settings(
         data_folder=data,
         index_folder=index,
+        exts=_index_scope(IndexPaths(index)).get("exts", DEFAULT_EXTS),
         model_wait_s=0.0,
         model_precision=_index_precision(IndexPaths(index)),
     )
 
 
 def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) -> Settings:
-    data, index = _folders(args)
+    data, index = _folders(args, local=store is None)
     recorded = _store_identity(store).get("chunking", "") if store else None
     size, overlap = _index_chunking(IndexPaths(index), recorded)
     size = args.chunk_size if args.chunk_size is not None else size
@@ -215,6 +222,8 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
     config = store_from_args(args, args.shard)
     if config is None and args.shard is not None:
         raise ConfigError("--shard applies only with --store")
+    if args.glob is not None:
+        PathGlob(args.glob, name="--glob")  # refused in the flag's name, before any work
     settings = _index_settings(args, config)
     display = screens.index_display()
     engine: Store | None = None
@@ -237,7 +246,7 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
             # thread: a process that exits while it runs is aborted by onnxruntime
             # ("terminate called without an active exception", status 134).
             engine.stop(timeout=STOP_WAIT_S)
-    result = reindex_result(report, args.glob, settings.exts)
+    result = reindex_result(report, args.glob, settings.exts, glob_name="--glob")
     assert engine is not None
     screens.report(result, engine.state().model_status)
     return 0

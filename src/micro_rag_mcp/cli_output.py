@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 import sys
 import time
 from dataclasses import asdict
@@ -237,7 +238,8 @@ class Screens:
             on_page = f" --page {page}" if page is not None else ""
             _say(
                 self.err,
-                f"more: micro-rag read {folder} {p.path} --start {p.next_char_start}{on_page}",
+                f"more: micro-rag read {shlex.quote(folder)} {shlex.quote(p.path)} "
+                f"--start {p.next_char_start}{on_page}",
             )
 
 

@@ -370,7 +370,7 @@ def load_embedder(
     tokenizer, session = loaded
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(
-        "loaded %s from %s in %.2fs%s",
+        "loaded %s from %s in %.2f s%s",
         MODEL_ID,
         model_dir,
         time.perf_counter() - started,

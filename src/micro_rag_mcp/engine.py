@@ -383,6 +383,7 @@ class Engine:
                 max_chars=max_chars,
                 indexing=indexing,
                 anchor=anchor,
+                exts=self.settings.exts,
             )
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +67,12 @@ class SyncCounts:
             elapsed_ms=int((time.monotonic() - started) * 1000),
         )
 
+    def left_as_it_was(self, *, ok: bool) -> None:
+        """A file whose stamp or text says it has not changed: counted unchanged if it is
+        indexed; one that failed stays among the failures the report lists, once."""
+        if ok:
+            self.unchanged += 1
+
     def take_urgent(self) -> list[str]:
         """The files stored for a watcher so far, leaving the list to gather more.
 
@@ -118,6 +124,7 @@ def sync_files(
     """
     counts = counts if counts is not None else SyncCounts()
     known = catalog.stamps()
+    failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
     found = listing.files
     gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
@@ -136,14 +143,15 @@ def sync_files(
             paths = catalog.take_pending() if follow is not None else []
             if not paths:
                 return set()
-            return _sync_noted(catalog, settings, read, paths, known, counts)
+            return _sync_noted(catalog, settings, read, paths, known, counts, failed)
 
         handled = moved
         for done, f in enumerate(found, len(gone) + 1):
             handled |= noted()
             if f.rel in handled:
                 continue  # a watcher's change, done already
-            was_read = _sync_one(catalog, settings, read, f, known.get(f.rel), force, counts)
+            stamp = known.get(f.rel)
+            was_read = _sync_one(catalog, settings, read, f, stamp, force, counts, failed)
             if progress and (was_read or done % QUIET_STEP == 0 or done == total):
                 progress(Progress("reading", done, total, f.rel))
         if follow is not None:
@@ -162,6 +170,7 @@ def _sync_noted(
     paths: list[str],
     known: dict[str, tuple[int, int]],
     counts: SyncCounts,
+    failed: Collection[str],
 ) -> set[str]:
     """Bring the paths a watcher noted in line, ahead of the pass's own; the files done."""
     try:
@@ -180,7 +189,7 @@ def _sync_noted(
     for f in listing.files:
         if f.rel in moved:
             continue
-        if _sync_one(catalog, settings, read, f, known.get(f.rel), False, counts):
+        if _sync_one(catalog, settings, read, f, known.get(f.rel), False, counts, failed):
             counts.urgent.append(f.rel)
         rec = catalog.file_record(f.rel)
         if rec is None:
@@ -246,10 +255,13 @@ def _sync_one(
     stamp: tuple[int, int] | None,
     force: bool,
     counts: SyncCounts,
+    failed_before: Collection[str] = frozenset(),
 ) -> bool:
-    """Bring one file in line; False if its stamp said it is unchanged (nothing was read)."""
+    """Bring one file in line; False if its stamp said it is unchanged (nothing was read).
+
+    ``failed_before``: the files that had failed before the pass (unchanged, still failed)."""
     if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
-        counts.unchanged += 1
+        counts.left_as_it_was(ok=f.rel not in failed_before)
         return False
     rec = catalog.file_record(f.rel) if stamp is not None else None
     ext = os.path.splitext(f.rel)[1].lower()
@@ -269,7 +281,7 @@ def _sync_one(
     checksum = text_checksum(text)
     if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
         catalog.touch_file(f.rel, size, f.mtime_ns)
-        counts.unchanged += 1
+        counts.left_as_it_was(ok=True)
         return True
     record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
     catalog.store_file(record, chunks)

@@ -1,19 +1,37 @@
-"""The index folder: its file names, its version, and recovery from a damaged catalog."""
+"""The index folder: its file names, its version, and recovery from a damaged catalog.
+
+The folder is ours or it is not used: ``check_index_folder`` accepts a folder that does
+not exist, is empty, or holds an index of ours, known by its marker file (written first,
+when the folder is made) or, for an index made before markers, by its catalog's own
+metadata. Any other folder (the person's ``index/`` of notes) is refused before anything
+is written, and the index folder is the only one the scan leaves out.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import re
+import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from micro_rag_mcp.catalog import MIGRATES_FROM, SCHEMA_VERSION, Catalog, CatalogCorrupt
-from micro_rag_mcp.errors import IndexWriteError
+from micro_rag_mcp.errors import ConfigError, IndexWriteError
 from micro_rag_mcp.fsutil import atomic_write_bytes, fsync_dir
 
 logger = logging.getLogger(__name__)
+
+MARKER_FORMAT = "micro-rag-mcp index"
+MARKER_VERSION = 1
+# Entries that say nothing of who owns a folder: a marker save a kill interrupted, and
+# the file a desktop's file manager leaves in every folder it shows.
+_NEUTRAL = re.compile(r"\.micro-rag-index\.json\..*\.tmp|\.DS_Store")
+# What an index folder made before the marker may hold before its catalog exists.
+_EARLY_FILES = frozenset({"index.lock", "watch.lock", "version", "model-graph.onnx"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +63,96 @@ class IndexPaths:
     def watch_lock(self) -> Path:
         return self.folder / "watch.lock"
 
+    @property
+    def marker(self) -> Path:
+        """The file that says the folder holds an index of ours (format and version)."""
+        return self.folder / "micro-rag-index.json"
+
+
+def check_index_folder(folder: Path, *, given: bool) -> None:
+    """Refuse, with ConfigError, an index folder that holds anything but an index of ours.
+
+    ``given``: the person named it with ``--index-folder`` (else it is the default
+    ``<folder>/index``). Nothing is written.
+    """
+    if is_ours(folder):
+        return
+    if given:
+        raise ConfigError(
+            f"--index-folder {folder} holds files that are not an index of micro-rag-mcp; "
+            "give a new or empty folder, or the folder of an existing index"
+        )
+    raise ConfigError(
+        f"{folder} holds files that are not an index of micro-rag-mcp, so the index "
+        "cannot live there; give it another place with --index-folder DIR"
+    )
+
+
+def is_ours(folder: Path) -> bool:
+    """Whether ``folder`` may serve as the index folder: it does not exist, is empty, or
+    holds our marker or a catalog of ours (an index made before the marker was written),
+    or only the files such an index holds before its catalog is made (its locks)."""
+    try:
+        names = [e.name for e in os.scandir(folder) if not _NEUTRAL.fullmatch(e.name)]
+    except FileNotFoundError:
+        return True
+    except NotADirectoryError:
+        return False
+    except OSError as e:
+        raise ConfigError(f"--index-folder {folder}: cannot be listed ({e.strerror or e})") from e
+    paths = IndexPaths(folder)
+    if _EARLY_FILES.issuperset(names):
+        return True
+    return _is_marker(paths.marker) or _is_our_catalog(paths)
+
 
 def ensure_folder(folder: Path) -> None:
-    """Create the index folder, or say why it cannot be."""
+    """Create the index folder and its marker, or say why it cannot be.
+
+    A folder without the marker gets it only if it is ours (``is_ours``): the writer
+    never settles in a folder of someone else's files.
+    """
+    paths = IndexPaths(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise IndexWriteError(f"cannot create index folder {folder}: {e.strerror or e}") from e
+        if _is_marker(paths.marker):
+            return
+        if not is_ours(folder):
+            raise IndexWriteError(f"{folder} holds files that are not an index of micro-rag-mcp")
+        body = {"format": MARKER_FORMAT, "version": MARKER_VERSION, "schema": SCHEMA_VERSION}
+        atomic_write_bytes(paths.marker, (json.dumps(body) + "\n").encode())
+    except (OSError, ConfigError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise IndexWriteError(f"cannot create index folder {folder}: {why}") from e
+
+
+def _is_marker(path: Path) -> bool:
+    try:
+        body = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("format") == MARKER_FORMAT
+
+
+def _is_our_catalog(paths: IndexPaths) -> bool:
+    """A catalog whose own metadata names our schema, read without writing a byte; or a
+    damaged one beside our version file (its repair sets it aside)."""
+    if not paths.catalog.is_file():
+        return False
+    if re.fullmatch(r"\d+", _read_version(paths.version) or ""):
+        return True
+    uri = paths.catalog.resolve().as_uri()
+    for mode in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=5.0)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            continue
+        return row is not None
+    return False
 
 
 def open_for_writing(paths: IndexPaths) -> Catalog:

@@ -251,7 +251,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
-PRELOAD_JOIN_S = 60.0  # the longest a stopping server waits for a model load under way
 
 
 def check_store_chunking(settings: Settings) -> None:
@@ -259,13 +258,25 @@ def check_store_chunking(settings: Settings) -> None:
         raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
 
 
-def create_index_folder(settings: Settings) -> None:
-    """Make the index folder once every flag is accepted, or raise ConfigError."""
+def create_index_folder(settings: Settings, *, given: bool) -> None:
+    """Make the index folder (with its marker) once every flag is accepted, or raise
+    ConfigError; a folder that is not ours is refused first (``layout``), untouched.
+
+    ``given``: it was named with ``--index-folder``."""
+    from micro_rag_mcp.errors import IndexWriteError
+    from micro_rag_mcp.layout import check_index_folder, ensure_folder
+
     index = settings.index_folder
+    check_index_folder(index, given=given)
+    existed = index.is_dir()
     try:
-        index.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise ConfigError(f"--index-folder {index}: cannot be created ({e.strerror or e})") from e
+        ensure_folder(index)
+    except IndexWriteError as e:
+        if not existed:
+            why = getattr(e.__cause__, "strerror", None) or e.__cause__ or e
+            raise ConfigError(f"--index-folder {index}: cannot be created ({why})") from e
+        # An index of ours on a read-only disk: it is served as it is.
+        logger.warning("cannot mark %s as an index folder (%s)", index, e)
 
 
 def configure_logging(verbosity: int) -> None:
@@ -299,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from_args(args)
         store = store_from_args(args)
         if store is None:
-            create_index_folder(settings)
+            create_index_folder(settings, given=args.index_folder is not None)
         else:
             check_store_chunking(settings)
     except ConfigError as e:
@@ -317,8 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from micro_rag_mcp.stdio import StopSignals, serve_stdio
 
     signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.model import Preload
 
     # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -326,23 +335,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     work_dir = settings.index_folder if store is None else None
 
     def load() -> Embedder:
+        from micro_rag_mcp.embedder import load_embedder
+
         return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
 
-    # The model loads while the MCP SDK is imported (most of the time to the handshake):
-    # the first search waits for it, and it is often the last thing that search waits for.
-    preload = Preload(load)
-    try:
-        from micro_rag_mcp.server import build_server
+    # The model loads once the handshake is answered (server.StartAfterHandshake): begun
+    # before it, its load competed with the SDK's import and made the handshake slower.
+    from micro_rag_mcp.server import build_server
 
-        greet_a_person(settings)
-        if store is None:
-            logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
-        else:
-            logger.info("serving the store %s", store.url)
-        folder = settings.data_folder if args.data_folder is not None else None
-        serve_stdio(build_server(settings, preload.result, store, folder=folder), signals)
-    finally:
-        # A stop before the engine started, or a failure to build the server, leaves no
-        # one else to wait for the load; it takes about a second.
-        preload.join(PRELOAD_JOIN_S)
+    greet_a_person(settings)
+    if store is None:
+        logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+    else:
+        logger.info("serving the store %s", store.url)
+    folder = settings.data_folder if args.data_folder is not None else None
+    serve_stdio(build_server(settings, load, store, folder=folder), signals)
     return 0

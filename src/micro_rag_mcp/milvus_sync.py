@@ -156,7 +156,7 @@ def _examine(
     """Settle one file that needs no new chunks; return the write of one that does."""
     rec = row.record if row is not None else None
     if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
-        counts.unchanged += 1
+        counts.left_as_it_was(ok=rec.status == "ok")
         return None
     ext = os.path.splitext(f.rel)[1].lower()
     size = _stamp_size(f)
@@ -170,7 +170,7 @@ def _examine(
     same = rec is not None and rec.status == "ok" and rec.checksum == checksum
     if same and row is not None and not force:
         index.put_file(replace(row, record=record))  # same version: only the stamp changes
-        counts.unchanged += 1
+        counts.left_as_it_was(ok=True)
         return None
     if rec is None:
         counts.added += 1

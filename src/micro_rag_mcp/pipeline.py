@@ -85,8 +85,11 @@ class PassResult:
 class _Tally:
     """How far both threads are, as one ``Progress``: files while reading, then chunks."""
 
-    def __init__(self, progress: ProgressFn, stop: threading.Event) -> None:
+    def __init__(
+        self, progress: ProgressFn, stop: threading.Event, live: ProgressFn | None = None
+    ) -> None:
         self._progress = progress
+        self._live = live  # hears every change at once, from either thread (read_and_embed)
         self.stop = stop
         self._lock = threading.Lock()
         self.reading: Progress | None = None
@@ -96,6 +99,16 @@ class _Tally:
     def read(self, p: Progress) -> None:
         with self._lock:
             self.reading = p
+            current = self._current()
+            if self._live is not None and current is not None:
+                self._live(current)
+
+    def _current(self) -> Progress | None:
+        if self.to_embed:  # reading has ended, and chunks were or are to be embedded
+            return Progress("embedding", self.embedded, self.to_embed)
+        if self.reading is not None:
+            return replace(self.reading, embedded=self.embedded)
+        return None
 
     def publish(self) -> None:
         """Hand the callback the current progress; it raises Stopped to stop the pass.
@@ -105,12 +118,11 @@ class _Tally:
         if self.stop.is_set():
             raise Stopped("the server is stopping")
         with self._lock:
-            if self.to_embed:  # reading has ended, and chunks were or are to be embedded
-                p = Progress("embedding", self.embedded, self.to_embed)
-            elif self.reading is not None:
-                p = replace(self.reading, embedded=self.embedded)
-            else:
+            p = self._current()
+            if p is None:
                 return
+            if self._live is not None:
+                self._live(p)
         self._progress(p)
 
 
@@ -183,14 +195,17 @@ def read_and_embed(
     stop: threading.Event,
     save_every_s: float = 30.0,
     steps: Steps = DEFAULT_STEPS,
+    live: ProgressFn | None = None,
 ) -> PassResult:
     """Bring the catalog in line with the folder and give every chunk a vector.
 
     ``progress`` is called from the calling thread, between steps, with the progress of
     both; raising ``Stopped`` from it stops the pass, as does setting ``stop``. Without a
-    model (its load failed) the pass reads only.
+    model (its load failed) the pass reads only. ``live`` hears the progress at once, from
+    either thread, as each file is read: it must only note it (a step may run for seconds,
+    and what the index state says must not lag behind its files).
     """
-    tally = _Tally(progress, stop)
+    tally = _Tally(progress, stop, live)
     reading = _Reading(catalog, settings, scope, force, tally, steps.reading_nice)
     reading.start()
     vectors: VectorStore | None = None

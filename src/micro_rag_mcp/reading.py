@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +25,7 @@ from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.catalog import FileRecord, StoredChunk
 from micro_rag_mcp.errors import InvalidArgument, NotIndexed, PassageGone
 from micro_rag_mcp.results import Hit, TextPassage
+from micro_rag_mcp.settings import EXT_GROUPS
 
 DEFAULT_MAX_CHARS = 8000
 MAX_CHARS = 50_000
@@ -53,14 +54,16 @@ def read_indexed(
     max_chars: int = DEFAULT_MAX_CHARS,
     indexing: bool = False,
     anchor: str | None = None,
+    exts: Collection[str] | None = None,
 ) -> TextPassage:
     """The indexed text of ``path`` from ``char_start`` (or the start of ``page``), at most
     ``max_chars`` characters of it, up to ``char_end`` (or the end of the page or file);
     or the passage of ``anchor``, wherever it is now (see ``anchors``).
 
-    Raises ``NotIndexed`` for a path outside the folder, unknown or failed,
-    ``InvalidArgument`` for a range the file does not have, and ``PassageGone`` for an
-    anchor whose passage is no longer in the file.
+    Raises ``NotIndexed`` for a path outside the folder, unknown or failed (saying so when
+    its suffix is not among the indexed ``exts``, if given), ``InvalidArgument`` for a
+    range the file does not have, and ``PassageGone`` for an anchor whose passage is no
+    longer in the file.
     """
     if not 1 <= max_chars <= MAX_CHARS:
         raise InvalidArgument(f"max_chars must be between 1 and {MAX_CHARS} (got {max_chars})")
@@ -74,7 +77,7 @@ def read_indexed(
     with catalog.snapshot():
         record = catalog.file_record(rel)
         if record is None or record.status != "ok":
-            raise NotIndexed(_not_indexed(catalog, rel, record, indexing))
+            raise NotIndexed(_not_indexed(catalog, rel, record, indexing, exts))
         total, pages = catalog.file_extent(rel)
         if wanted is not None:
             found = _find(catalog, rel, total, wanted)
@@ -155,9 +158,18 @@ def _outside(path: str) -> str:
     )
 
 
-def _not_indexed(catalog: IndexedText, rel: str, record: FileRecord | None, indexing: bool) -> str:
+def _not_indexed(
+    catalog: IndexedText,
+    rel: str,
+    record: FileRecord | None,
+    indexing: bool,
+    exts: Collection[str] | None,
+) -> str:
     if record is not None:
         return f"{shown(rel)} is in the folder but could not be indexed: {record.error}"
+    ext = posixpath.splitext(rel)[1].lower()
+    if exts is not None and ext not in exts:
+        return _type_not_indexed(rel, ext)
     known = {p.casefold(): p for p, r in catalog.files().items() if r.status == "ok"}
     wanted = rel.casefold()
     same_name = [p for k, p in known.items() if posixpath.basename(k) == posixpath.basename(wanted)]
@@ -171,6 +183,17 @@ def _not_indexed(catalog: IndexedText, rel: str, record: FileRecord | None, inde
     if indexing:
         hint += " (indexing is running: it may not be read yet)"
     return f"no file {shown(rel)} in the index{hint}"
+
+
+def _type_not_indexed(rel: str, ext: str) -> str:
+    group = next((name for name, group in EXT_GROUPS.items() if ext in group), None)
+    if group is None:
+        kind = f"{ext} files" if ext else "files without a suffix"
+        return f"no file {shown(rel)} in the index: {kind} are not a type the index reads"
+    return (
+        f"no file {shown(rel)} in the index: {ext} files are not indexed here; include "
+        f"them with --exts (e.g. --exts {'docs,code' if group == 'code' else 'docs'}) and reindex"
+    )
 
 
 def window(

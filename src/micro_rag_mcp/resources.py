@@ -31,7 +31,7 @@ import posixpath
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -74,6 +74,16 @@ from micro_rag_mcp.tool_results import SearchResult, read_result, wire
 
 logger = logging.getLogger(__name__)
 
+
+class StoreSource(Protocol):
+    """Where the server's store comes from: opened at its first use (``server.Later``)."""
+
+    @property
+    def opened(self) -> bool: ...
+
+    def store(self) -> Store: ...
+
+
 PAGE = 100  # files per resources/list page, and paths per completion
 FOLLOW_S = 0.25  # how often the index's version is looked at
 META = "micro-rag/read"  # the _meta key of a read's locators
@@ -88,24 +98,42 @@ class Documents:
         self.bus = bus
         self.follow_s = follow_s
         self.listing: FileListing | None = None
+        self._source: StoreSource | None = None
         self._subscribed: dict[ServerSession, set[str]] = {}
 
     # -- life --------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def serving(self, store: Store) -> AsyncIterator[None]:
-        """List the store's files and follow its changes while the server runs."""
-        self.listing = store.listing()
+    async def serving(self, source: StoreSource) -> AsyncIterator[None]:
+        """List the store's files and follow its changes while the server runs, from the
+        moment the store is opened (after the handshake: see ``server.Later``)."""
+        self._source = source
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._follow, self.listing)
+                tasks.start_soon(self._follow_once_open, source)
                 try:
                     yield
                 finally:
                     tasks.cancel_scope.cancel()
         finally:
-            self.listing.close()
+            if self.listing is not None:
+                self.listing.close()
             self.listing = None
+            self._source = None
+
+    def _listing(self) -> FileListing:
+        """The listing, opening the store first if it is not open yet."""
+        if self.listing is None:
+            if self._source is None:
+                raise MicroRagError("the server is not serving yet")
+            self.listing = self._source.store().listing()
+        return self.listing
+
+    async def _follow_once_open(self, source: StoreSource) -> None:
+        while not source.opened:
+            await anyio.sleep(self.follow_s)
+        listing = await anyio.to_thread.run_sync(self._listing)
+        await self._follow(listing)
 
     async def _follow(self, listing: FileListing) -> None:
         seen: object = None
@@ -143,7 +171,7 @@ class Documents:
 
     # -- handlers ------------------------------------------------------------------------
 
-    def install(self, server: MCPServer[Store]) -> None:
+    def install(self, server: MCPServer[Any]) -> None:
         """Answer the resource methods of ``server`` (replacing the SDK's own)."""
         low = server._lowlevel_server  # the SDK exposes its request handlers only there
         low.add_request_handler("resources/list", PaginatedRequestParams, self._list)
@@ -156,7 +184,7 @@ class Documents:
         low.add_request_handler("completion/complete", CompleteRequestParams, self._complete)
 
     async def _list(
-        self, ctx: ServerRequestContext[Store], params: PaginatedRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: PaginatedRequestParams
     ) -> ListResourcesResult:
         after = _cursor(params.cursor)
         files = await self._files("", after, PAGE)
@@ -164,7 +192,7 @@ class Documents:
         return ListResourcesResult(resources=[_resource(f) for f in files], next_cursor=more)
 
     async def _templates(
-        self, ctx: ServerRequestContext[Store], params: PaginatedRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: PaginatedRequestParams
     ) -> ListResourceTemplatesResult:
         template = ResourceTemplate(
             uri_template=TEMPLATE,
@@ -178,10 +206,10 @@ class Documents:
         return ListResourceTemplatesResult(resource_templates=[template])
 
     async def _read(
-        self, ctx: ServerRequestContext[Store], params: ReadResourceRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         args = _arguments(params.uri)
-        store = ctx.lifespan_context
+        store = ctx.lifespan_context.store()
         try:
             passage = await anyio.to_thread.run_sync(
                 lambda: store.read(
@@ -202,14 +230,14 @@ class Documents:
         return ReadResourceResult(contents=[contents])
 
     async def _subscribe(
-        self, ctx: ServerRequestContext[Store], params: SubscribeRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: SubscribeRequestParams
     ) -> EmptyResult:
         _arguments(params.uri)  # only our own URIs
         self._subscribed.setdefault(ctx.session, set()).add(params.uri)
         return EmptyResult()
 
     async def _unsubscribe(
-        self, ctx: ServerRequestContext[Store], params: UnsubscribeRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: UnsubscribeRequestParams
     ) -> EmptyResult:
         uris = self._subscribed.get(ctx.session, set())
         uris.discard(params.uri)
@@ -218,7 +246,7 @@ class Documents:
         return EmptyResult()
 
     async def _complete(
-        self, ctx: ServerRequestContext[Store], params: CompleteRequestParams
+        self, ctx: ServerRequestContext[StoreSource], params: CompleteRequestParams
     ) -> CompleteResult:
         ref, argument = params.ref, params.argument
         if not (
@@ -232,10 +260,7 @@ class Documents:
         return CompleteResult(completion=Completion(values=values, has_more=len(files) > PAGE))
 
     async def _files(self, prefix: str, after: str, limit: int) -> list[IndexedFile]:
-        listing = self.listing
-        if listing is None:
-            return []
-        return await anyio.to_thread.run_sync(lambda: listing.files(prefix, after, limit))
+        return await anyio.to_thread.run_sync(lambda: self._listing().files(prefix, after, limit))
 
 
 def with_links(result: SearchResult) -> CallToolResult:

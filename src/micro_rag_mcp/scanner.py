@@ -162,27 +162,28 @@ class PathGlob:
     the data folder (absolute, ``..``, ``~``) are refused.
     """
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, name: str = "path_glob") -> None:
+        """``name``: what the caller called the pattern (``--glob`` on a command line)."""
         self.pattern = pattern
         norm = pattern.strip().replace("\\", "/")
         if not norm:
-            raise InvalidArgument("path_glob must not be empty")
+            raise InvalidArgument(f"{name} must not be empty")
         if "\x00" in norm:
-            raise InvalidArgument("path_glob must not contain NUL characters")
+            raise InvalidArgument(f"{name} must not contain NUL characters")
         if norm.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", norm):
             raise InvalidArgument(
-                f"path_glob {pattern!r} is absolute; give a pattern relative to the data folder"
+                f"{name} {pattern!r} is absolute; give a pattern relative to the data folder"
             )
         parts = [p for p in norm.split("/") if p not in ("", ".")]
         if ".." in parts:
-            raise InvalidArgument(f"path_glob {pattern!r} would leave the data folder ('..')")
+            raise InvalidArgument(f"{name} {pattern!r} would leave the data folder ('..')")
         if not parts:
-            raise InvalidArgument(f"path_glob {pattern!r} names no files")
+            raise InvalidArgument(f"{name} {pattern!r} names no files")
         body = glob_regex(parts, gitignore=False)
         try:
             self._regex = re.compile(f"(?s:{body})(?:/.*)?\\Z")
         except re.error as e:
-            raise InvalidArgument(f"path_glob {pattern!r} is not a valid pattern: {e}") from e
+            raise InvalidArgument(f"{name} {pattern!r} is not a valid pattern: {e}") from e
 
     def matches(self, rel: str) -> bool:
         return self._regex.match(rel) is not None

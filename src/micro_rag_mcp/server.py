@@ -1,18 +1,20 @@
 """The MCP edge: the tools, which translate between the protocol and the engine.
 
-The only module that imports ``mcp``. The engine lives in the lifespan context, where
-its background start-up (model load, reconcile, incremental reindex) begins. What the
-tools return is in ``tool_results``.
+The only module that imports ``mcp``. The engine lives in the lifespan context; it is
+opened, and its background start-up (model load, reconcile, incremental reindex) begins,
+once the handshake is answered (``StartAfterHandshake``). What the tools return is in
+``tool_results``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -35,7 +37,7 @@ from micro_rag_mcp.arguments import (
     strict_model,
 )
 from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.errors import InvalidArgument, MicroRagError
+from micro_rag_mcp.errors import InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.jobs import (
     ANSWER_RESERVE_S,
     ANSWER_WITHIN_S,
@@ -61,6 +63,11 @@ from micro_rag_mcp.tool_results import (
     running_result,
     search_result,
 )
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+
+    from micro_rag_mcp.embedder import Embedder
 
 __all__ = [
     "FailedFile",
@@ -103,7 +110,7 @@ READ_DESCRIPTION = (
 
 
 def _progress_sender(
-    ctx: Context[Store], min_interval_s: float = 0.25
+    ctx: Context[Later], min_interval_s: float = 0.25
 ) -> Callable[[Progress], tuple[float, float, str] | None]:
     """Turn engine progress into MCP progress: one rising count, throttled.
 
@@ -136,7 +143,7 @@ def _progress_sender(
     return send
 
 
-async def _follow(job: ReindexJob, ctx: Context[Store], within_s: float) -> JobState:
+async def _follow(job: ReindexJob, ctx: Context[Later], within_s: float) -> JobState:
     """Follow ``job``, reporting its progress, until it ends or it is time to answer so
     that the call takes at most ``within_s`` seconds; a cancelled call leaves the job
     running."""
@@ -218,7 +225,7 @@ def build_server(
     *,
     folder: Path | None = None,
     answer_within_s: float = ANSWER_WITHIN_S,
-) -> MCPServer[Store]:
+) -> MCPServer[Later]:
     """The MCP server for one folder (or the shared ``store``, indexing ``folder`` if
     given); nothing starts until a client connects. A ``reindex`` call answers within
     ``answer_within_s`` seconds, its pass going on if it has not ended (``jobs``)."""
@@ -228,27 +235,27 @@ def build_server(
     documents = Documents(bus)
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Store]) -> AsyncIterator[Store]:
-        engine = open_store(settings, load_embedder, store, folder=folder)
+    async def lifespan(_: MCPServer[Later]) -> AsyncIterator[Later]:
+        later = Later(lambda: open_store(settings, load_embedder, store, folder=folder))
         requests = ReindexJobs(
-            lambda force, glob, progress: engine.reindex(
+            lambda force, glob, progress: later.store().reindex(
                 force=force, path_glob=glob, progress=progress
             )
         )
-        jobs[id(engine)] = requests
-        engine.start()
+        jobs[id(later)] = requests
+        later.open_after(UNGREETED_S)
         try:
-            async with documents.serving(engine):
-                yield engine
+            async with documents.serving(later):
+                yield later
         finally:
             with anyio.CancelScope(shield=True):
                 requests.close()
-                await anyio.to_thread.run_sync(engine.stop)  # a pass stops at its next step
+                await anyio.to_thread.run_sync(later.stop)  # a pass stops at its next step
                 await anyio.to_thread.run_sync(requests.join, 60.0)
-                del jobs[id(engine)]
+                del jobs[id(later)]
 
     async def search(
-        ctx: Context[Store],
+        ctx: Context[Later],
         query: Annotated[
             str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
         ],
@@ -273,18 +280,18 @@ def build_server(
     ) -> Annotated[CallToolResult, SearchResult]:
         if not query.strip():
             raise ToolError(f"query must contain some text (got {shown(query)})")
-        engine = ctx.request_context.lifespan_context
+        later = ctx.request_context.lifespan_context
         try:
             scope = parse_scope(path_glob, modified_after, modified_before, file_types)
             outcome = await anyio.to_thread.run_sync(
-                lambda: engine.search(query, top_k, score_threshold, scope)
+                lambda: later.store().search(query, top_k, score_threshold, scope)
             )
         except Exception as e:
             raise _tool_error(e) from e
         return with_links(search_result(outcome))
 
     async def reindex(
-        ctx: Context[Store],
+        ctx: Context[Later],
         force: Annotated[
             bool, Field(description="Re-read and re-embed every file in scope.")
         ] = False,
@@ -296,9 +303,9 @@ def build_server(
             ),
         ] = None,
     ) -> ReindexResult:
-        engine = ctx.request_context.lifespan_context
+        later = ctx.request_context.lifespan_context
         try:
-            job, joined = jobs[id(engine)].submit(force, path_glob)
+            job, joined = jobs[id(later)].submit(force, path_glob)
         except Exception as e:
             raise _tool_error(e) from e
         state = await _follow(job, ctx, answer_within_s)
@@ -307,13 +314,13 @@ def build_server(
         if state.report is not None:
             return reindex_result(state.report, path_glob, settings.exts, joined=joined)
         try:
-            index = await anyio.to_thread.run_sync(engine.state)
+            index = await anyio.to_thread.run_sync(lambda: later.store().state())
         except Exception as e:
             raise _tool_error(e) from e
         return running_result(state, index, answer_within_s, joined=joined)
 
     async def read(
-        ctx: Context[Store],
+        ctx: Context[Later],
         path: Annotated[
             str,
             Field(
@@ -337,10 +344,10 @@ def build_server(
             Field(min_length=1, description="A search hit's anchor, instead of offsets."),
         ] = None,
     ) -> ReadResult:
-        engine = ctx.request_context.lifespan_context
+        later = ctx.request_context.lifespan_context
         try:
             passage = await anyio.to_thread.run_sync(
-                lambda: engine.read(
+                lambda: later.store().read(
                     path,
                     char_start=char_start,
                     char_end=char_end,
@@ -386,6 +393,80 @@ def build_server(
         lifespan=lifespan,
         tools=tools,
         subscriptions=bus,
+        middleware=[StartAfterHandshake()],
     )
     documents.install(server)
     return server
+
+
+UNGREETED_S = 2.0  # a server no client greets within this opens and indexes anyway
+
+
+class Later:
+    """The store of one run of the server, opened and started at its first use, or by
+    ``open_after``'s timer."""
+
+    def __init__(self, open_store: Callable[[], Store]) -> None:
+        self._open = open_store
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._stopped = False
+        self._timer: threading.Timer | None = None
+
+    def open_after(self, seconds: float) -> None:
+        """Open the store in ``seconds`` unless it is opened (or stopped) before."""
+        self._timer = threading.Timer(seconds, self._open_on_time)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _open_on_time(self) -> None:
+        try:
+            self.store()
+        except Exception:  # each tool call tries again, and says why it cannot
+            logger.exception("cannot open the index")
+
+    @property
+    def opened(self) -> bool:
+        return self._store is not None
+
+    def store(self) -> Store:
+        """The store, opened and started (its model's load, its start-up pass) if need be."""
+        with self._lock:
+            if self._stopped:
+                raise Stopped("the server is stopping")
+            if self._store is None:
+                opened = self._open()
+                opened.start()
+                self._store = opened
+            return self._store
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self._stopped = True
+            if self._store is not None:
+                self._store.stop()
+
+
+class StartAfterHandshake:
+    """Opens and starts the store (the model's load, the start-up pass, the watcher) at
+    the first message after ``initialize``: the client's ``initialized`` notification,
+    sent once it has the answer, or its first request.
+
+    Nothing competes with the handshake for the cores or the interpreter: with the
+    model's load begun before it, and the engine opened in the lifespan, the handshake
+    took 1.4 to 2.3 times a bare server's on two busy cores (docs/benchmarks.md). A
+    server that no client greets opens the store after ``UNGREETED_S`` all the same.
+    """
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Later, Any], call_next: CallNext
+    ) -> HandlerResult:
+        later = ctx.lifespan_context
+        if ctx.method != "initialize" and not later.opened:
+            try:
+                await anyio.to_thread.run_sync(later.store)
+            except Exception:  # each tool call tries again, and says why it cannot
+                logger.exception("cannot open the index")
+        return await call_next(ctx)

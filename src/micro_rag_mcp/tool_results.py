@@ -94,7 +94,8 @@ class IndexStatus(BaseModel):
     chunks_with_vectors: int
     model: str = Field(description="'ready', 'loading' or 'unavailable: <reason>'.")
     watch: str = Field(
-        description="How the index follows the folder: 'watching', 'polling every N s', "
+        description="How the index follows the folder: 'starting' (for a moment after the "
+        "start), 'watching', 'polling every N s', "
         "'standby: another process watches this folder', 'off here: another process watches "
         "this folder' (this process does not watch; another does) or 'off'."
     )
@@ -214,8 +215,10 @@ def reindex_result(
     exts: Sequence[str] = (),
     *,
     joined: bool = False,
+    glob_name: str = "path_glob",
 ) -> ReindexResult:
-    """The result of a pass that has ended."""
+    """The result of a pass that has ended; ``glob_name``: what the caller called the glob
+    (``--glob``)."""
     return ReindexResult(
         running=False,
         joined=joined,
@@ -227,7 +230,7 @@ def reindex_result(
         chunks_total=report.chunks_total,
         chunks_embedded=report.chunks_embedded,
         elapsed_ms=report.elapsed_ms,
-        notices=_reindex_notices(report, path_glob, exts),
+        notices=_reindex_notices(report, path_glob, exts, glob_name),
     )
 
 
@@ -267,14 +270,14 @@ def running_result(
 
 
 def _reindex_notices(
-    report: ReindexReport, path_glob: str | None, exts: Sequence[str]
+    report: ReindexReport, path_glob: str | None, exts: Sequence[str], glob_name: str
 ) -> list[str]:
     """An empty scope is a legitimate answer, but one a caller should not have to infer."""
     seen = report.files_added + report.files_updated + report.files_removed
     if path_glob is None or seen + report.files_unchanged or report.files_failed:
         return []
     notice = (
-        f"path_glob {shown(path_glob)} matches no file of the {len(exts)} indexed types "
+        f"{glob_name} {shown(path_glob)} matches no file of the {len(exts)} indexed types "
         "(--exts) in the data folder; nothing was read or removed"
     )
     if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):

@@ -50,6 +50,7 @@ RETRY_MAX_S = 60.0  # a refresh that fails is tried again after 2, 4, 8, ... up 
 TICK_S = 0.5  # how often an idle watcher looks at its queue and for a stop
 STEP_MS = 100  # watchfiles groups events that come closer together than this
 
+STARTING = "starting"  # the thread is setting up: taking the lock, then watching or polling
 WATCHING = "watching"
 STANDBY = "standby: another process watches this folder"
 OFF = "off"
@@ -121,7 +122,8 @@ class Watcher:
 
     @property
     def status(self) -> str:
-        """``watching``, ``polling every N s``, ``standby: …``, ``off here: …`` or ``off``.
+        """``starting``, ``watching``, ``polling every N s``, ``standby: …``, ``off here: …``
+        or ``off``.
 
         A process that does not watch (``micro-rag``, or ``--no-watch``) still tells whether
         another one does: the holder of the watch lock.
@@ -135,6 +137,7 @@ class Watcher:
         if self.settings.watch == "off":
             self.ready.set()
             return
+        self._status = STARTING  # not "off": the lock it may take is not another's
         self._thread = threading.Thread(target=self._run, name="micro-rag-watch", daemon=True)
         self._thread.start()
 

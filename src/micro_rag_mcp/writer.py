@@ -51,6 +51,7 @@ class _Turn:
     claimed: bool = True  # False: reserved for a pass of this kind that has not begun
     whole: bool = False  # a background pass over the whole folder, not forced
     report: ReindexReport | None = None  # once the pass has ended with one
+    live: Progress | None = None  # the pass's progress as of now (progress: as published)
 
 
 class Writer:
@@ -88,7 +89,9 @@ class Writer:
     @property
     def progress(self) -> Progress | None:
         turn = self._turn
-        return turn.progress if turn is not None else None
+        if turn is None:
+            return None
+        return turn.live if turn.live is not None else turn.progress
 
     def run(
         self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
@@ -210,6 +213,7 @@ class Writer:
                 stop=self._stop,
                 save_every_s=self.save_every_s,
                 steps=self.steps,
+                live=lambda p: setattr(turn, "live", p),
             )
             stats = catalog.stats()
             if result.vectors is not None:

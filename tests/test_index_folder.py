@@ -1,0 +1,150 @@
+"""The index folder is ours or it is refused: a folder of someone's notes is never used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.errors import ConfigError, IndexWriteError
+from micro_rag_mcp.layout import IndexPaths, check_index_folder, ensure_folder
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+
+NOTE = "Pelicans fish by plunging their pouched bills into the sea.\n"
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` with its bytes (None for a folder)."""
+    return {
+        str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")
+    }
+
+
+@pytest.fixture
+def notes(tmp_path: Path) -> Path:
+    """A folder whose ``index/`` subfolder holds the person's own notes."""
+    data = tmp_path / "docs"
+    (data / "index").mkdir(parents=True)
+    (data / "index" / "pelican.md").write_text(NOTE)
+    (data / "birds.md").write_text("Herons stand still in shallow water.\n")
+    return data
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def one_line_naming_the_flag(out: subprocess.CompletedProcess[str]) -> bool:
+    lines = out.stderr.strip().splitlines()
+    return out.returncode == 2 and len(lines) == 1 and "--index-folder" in lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["index"], ["search", "pelicans"], ["status"], ["read", "birds.md"]],
+)
+def test_every_command_refuses_a_default_index_folder_of_notes_and_writes_nothing(
+    notes: Path, args: list[str]
+) -> None:
+    before = tree(notes.parent)
+    out = run("micro_rag_mcp.cli", args[0], str(notes), *args[1:])
+    assert one_line_naming_the_flag(out), out.stderr
+    assert str(notes / "index") in out.stderr
+    assert tree(notes.parent) == before
+
+
+def test_the_server_refuses_a_default_index_folder_of_notes_and_writes_nothing(
+    notes: Path,
+) -> None:
+    before = tree(notes.parent)
+    out = run("micro_rag_mcp", "--data-folder", str(notes), "--title", "t", "--inst", "i")
+    assert one_line_naming_the_flag(out), out.stderr
+    assert out.stdout == ""
+    assert tree(notes.parent) == before
+
+
+def test_a_given_index_folder_that_holds_other_files_is_refused(
+    notes: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "papers"
+    elsewhere.mkdir()
+    (elsewhere / "thesis.txt").write_text("Chapter one.")
+    before = tree(tmp_path)
+    server = run(
+        "micro_rag_mcp", "--data-folder", str(notes), "--title", "t", "--inst", "i",
+        "--index-folder", str(elsewhere),
+    )  # fmt: skip
+    cli = run("micro_rag_mcp.cli", "index", str(notes), "--index-folder", str(elsewhere))
+    for out in (server, cli):
+        assert one_line_naming_the_flag(out), out.stderr
+        assert f"--index-folder {elsewhere}" in out.stderr
+    assert tree(tmp_path) == before
+
+
+def test_with_the_index_elsewhere_the_notes_in_index_are_indexed(
+    notes: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "kept" / "index"
+    check_index_folder(elsewhere, given=True)  # new: accepted
+    engine = Engine(make_settings(notes, index_folder=elsewhere), FakeEmbedder)
+    engine.load_model()
+    try:
+        report = engine.reindex()
+        hits = engine.search("pelicans plunging pouched bills", top_k=1).hits
+    finally:
+        engine.stop()
+    assert report.files_added == 2
+    assert hits and hits[0].chunk.path == "index/pelican.md"
+    assert (notes / "index" / "pelican.md").read_text() == NOTE
+    assert sorted(p.name for p in (notes / "index").iterdir()) == ["pelican.md"]
+    check_index_folder(elsewhere, given=True)  # now ours: accepted again
+
+
+def test_an_index_made_before_the_marker_is_recognized_and_gets_it(data: Path) -> None:
+    (data / "a.txt").write_text("Apples grow in the orchard.")
+    engine = Engine(make_settings(data), FakeEmbedder)
+    engine.load_model()
+    engine.reindex()
+    marker = IndexPaths(data / "index").marker
+    assert json.loads(marker.read_text())["format"] == "micro-rag-mcp index"
+    marker.unlink()  # as an index made before markers were written
+    (data / "index" / "version").unlink()  # known by the catalog's own metadata alone
+    check_index_folder(data / "index", given=False)
+    (data / "b.txt").write_text("Bananas are yellow.")
+    assert engine.reindex().files_added == 1
+    engine.stop()
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("given", [False, True])
+def test_a_new_or_empty_folder_or_one_with_only_a_lock_is_accepted(
+    tmp_path: Path, given: bool
+) -> None:
+    check_index_folder(tmp_path / "new", given=given)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    check_index_folder(empty, given=given)
+    (empty / ".micro-rag-index.json.x1y2.tmp").write_text("{")  # a save a kill interrupted
+    check_index_folder(empty, given=given)
+    (empty / "index.lock").write_text("")  # locked by a server of an earlier version
+    check_index_folder(empty, given=given)
+    (empty / "catalog.sqlite3").write_text("my own notes, by an unlucky name")
+    with pytest.raises(ConfigError, match="--index-folder"):
+        check_index_folder(empty, given=given)
+
+
+def test_the_writer_never_marks_a_folder_of_someone_elses_files(notes: Path) -> None:
+    with pytest.raises(IndexWriteError):
+        ensure_folder(notes / "index")
+    assert sorted(p.name for p in (notes / "index").iterdir()) == ["pelican.md"]

@@ -65,7 +65,10 @@ def settings_for(data: Path) -> Settings:
 
 
 def slow_embedder() -> FakeEmbedder:
-    return FakeEmbedder(delay_per_text=0.002)
+    # A pass embeds only the text that changed (vectors are keyed by their text): about 20
+    # chunks after a mutation. At 30 ms each the pass lasts past most kill instants below,
+    # however fast the machine, since the delay is a sleep.
+    return FakeEmbedder(delay_per_text=0.03)
 
 
 @dataclass
@@ -234,7 +237,7 @@ def run_kills(root: Path, instants: int, seed: int) -> tuple[int, int, list[str]
     for i in range(instants):
         folder.mutate(rng.randint(5, 40))
         force = rng.random() < 0.5
-        if kill_during_reindex(folder, delay=rng.uniform(0.0, 1.2), force=force):
+        if kill_during_reindex(folder, delay=rng.uniform(0.0, 0.6), force=force):
             killed += 1
         verdict = check(folder)
         if not verdict.ok:

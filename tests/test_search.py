@@ -9,7 +9,8 @@ import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.search import STOPWORDS, SearchParams, convex, fts_query, rrf
+from micro_rag_mcp.fusion import convex, rrf
+from micro_rag_mcp.search import STOPWORDS, SearchParams, fts_query
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [

@@ -15,6 +15,13 @@ from collections.abc import Sequence
 
 from micro_rag_mcp.catalog import Catalog
 
+# Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
+_LUCENE_STOP = (
+    "a an and are as at be but by for if in into is it no not of on or such that the "
+    "their then there these they this to was will with"
+)
+STOPWORDS: frozenset[str] = frozenset(_LUCENE_STOP.split())
+
 COMMON_SHARE = 0.5  # a term in more than this share of chunks has a floored idf in FTS5
 SAMPLE_PER_RESULT = 10  # an all-common query scores this many rows per result asked
 

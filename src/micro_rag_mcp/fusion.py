@@ -1,0 +1,219 @@
+"""How the two channels' candidates become one ranking: the fusion every store uses.
+
+The relevance of a candidate is ``(1 - w) * V + w * K``:
+
+* ``V``, its vector score: the passage's cosine to the query plus ``head_weight`` times
+  the cosine of its file's first chunk (the file's opening names what the whole file is
+  about), placed between the lowest and the best vector score among the candidates;
+* ``K``, its BM25 score divided by the best keyword match's;
+* ``w``, the keyword channel's share for THIS query, from how far the keyword channel's
+  best match stands above its tenth (``keyword_lead``): a rare exact token is a spike
+  and takes a large share, a question of common words is flat and takes little, so
+  passages that merely share common words do not push a strong meaning match down.
+
+A passage without a vector yet (indexing in progress) is not scored as if its cosine
+were the lowest possible: an unknown vector score is estimated from what is known, its
+file's first chunk when that has a vector, otherwise the median vector score of the
+keyword candidates that have one (the passages most like it). Its ``score`` stays None.
+
+``fusion="convex"`` (a fixed share, the cosine placed from -1) and ``fusion="rrf"``
+(reciprocal rank fusion) are kept for comparison; docs/benchmarks.md has the numbers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from micro_rag_mcp.keywords import STOPWORDS
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """The knobs of the fusion, with the defaults the benchmarks chose.
+
+    Chosen on seven dev collections at once, leave-one-collection-out; see
+    docs/benchmarks.md for every lever tried and its effect.
+    """
+
+    depth: int = 200  # candidates taken from each channel
+    fusion: str = "convex"  # "adaptive" (per-query shares), "convex" (fixed) or "rrf"
+    vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
+    head_weight: float = 0.5  # weight of the file's first chunk in the vector score
+    keyword_share: float = 0.5  # adaptive: the keyword share of a query whose lead is 1
+    keyword_floor: float = 0.0  # adaptive: the keyword share of a flat keyword channel
+    lead_rank: int = 10  # adaptive: the lead is the best keyword score over this rank's
+    rrf_k: float = 20.0  # rrf only
+    vector_weight: float = 1.0  # rrf only
+    keyword_weight: float = 1.25  # rrf only
+    title_weight: float = 1.0  # BM25 weight of the title column against the text column
+    channels: tuple[str, ...] = ("vector", "keyword")
+    # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
+    # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
+    drop_stopwords: bool = True
+    stopwords: frozenset[str] = STOPWORDS
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the two channels proposed for one query, as any store gathers it.
+
+    ``vector`` and ``keyword`` are the channels' hits best first (cosine; BM25 score,
+    positive); ``cosine`` holds every candidate that has a vector, ``heads`` maps a
+    candidate to the first chunk of its file, and ``head_cosine`` the cosines of heads
+    that are not candidates themselves.
+    """
+
+    vector: Sequence[tuple[int, float]]
+    keyword: Sequence[tuple[int, float]]
+    cosine: Mapping[int, float]
+    heads: Mapping[int, int]
+    head_cosine: Mapping[int, float]
+    vector_ran: bool
+    keyword_ran: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Candidates in fused order, with what a hit reports of each."""
+
+    ranked: list[int]
+    fused: dict[int, float]
+    cosine: Mapping[int, float]
+    found_by: dict[int, tuple[str, ...]]
+
+
+def fuse(c: Candidates, params: SearchParams) -> Ranking:
+    """The fusion every store uses: the same code, so scores mean the same on each."""
+    found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in c.vector}
+    for cid, _ in c.keyword:
+        found_by[cid] = (*found_by.get(cid, ()), "keyword")
+    if params.fusion == "rrf":
+        fused = rrf(
+            [
+                ([cid for cid, _ in c.vector], params.vector_weight),
+                ([cid for cid, _ in c.keyword], params.keyword_weight),
+            ],
+            params.rrf_k,
+        )
+    else:
+        vector_scores = vector_estimates(c, params.head_weight) if c.vector_ran else {}
+        keyword = dict(c.keyword)
+        channels = int(c.vector_ran) + int(c.keyword_ran)
+        if params.fusion == "convex":
+            fused = convex(
+                vector_scores, keyword, vector_share=params.vector_share, channels=channels
+            )
+        else:
+            share = keyword_share(c.keyword, params) if channels == 2 else None
+            fused = adaptive(vector_scores, keyword, share)
+    ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    return Ranking(ranked, fused, c.cosine, found_by)
+
+
+def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
+    """Every candidate's vector score, measured where it has a vector, else estimated.
+
+    A keyword candidate without a vector gets its file's first chunk's cosine for its own
+    (when that has a vector), otherwise the median vector score of the keyword
+    candidates that have one; with none of those, of all the candidates.
+    """
+    scores = with_heads(c.cosine, c.heads, c.head_cosine, head_weight)
+    missing = [cid for cid, _ in c.keyword if cid not in scores]
+    if not missing or not scores:
+        return scores
+    known = {**c.head_cosine, **c.cosine}
+    alike = [scores[cid] for cid, _ in c.keyword if cid in scores]
+    neutral = statistics.median(alike or scores.values())
+    for cid in missing:
+        head = known.get(c.heads.get(cid, cid))
+        scores[cid] = neutral if head is None else head * (1.0 + head_weight)
+    return scores
+
+
+def keyword_share(keyword: Sequence[tuple[int, float]], params: SearchParams) -> float:
+    """The keyword channel's share of this query's relevance, from its lead.
+
+    The lead is 1 - (the ``lead_rank``-th best BM25 score) / (the best): 1 when only a
+    few passages match at all (a rare token), near 0 when the channel is flat.
+    """
+    if not keyword:
+        return 0.0
+    best = keyword[0][1]
+    ref = keyword[params.lead_rank - 1][1] if len(keyword) >= params.lead_rank else 0.0
+    lead = 1.0 - ref / best if best > 0 else 0.0
+    floor = params.keyword_floor
+    return floor + (params.keyword_share - floor) * lead
+
+
+def adaptive(
+    vector: Mapping[int, float], keyword: Mapping[int, float], share: float | None
+) -> dict[int, float]:
+    """``(1 - share) * V + share * K`` for every candidate (see the module docstring).
+
+    ``share`` None: only one channel ran, and it gets the whole weight.
+    """
+    if share is None:
+        share = 0.0 if vector else 1.0
+    v_low = min(vector.values(), default=0.0)
+    v_span = max(vector.values(), default=0.0) - v_low
+    k_best = max(keyword.values(), default=0.0)
+    fused: dict[int, float] = {}
+    for cid in vector.keys() | keyword.keys():
+        v = 0.0
+        if cid in vector:
+            v = (vector[cid] - v_low) / v_span if v_span > 0 else 1.0
+        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
+        fused[cid] = (1.0 - share) * v + share * k
+    return fused
+
+
+def convex(
+    vector: Mapping[int, float],
+    keyword: Mapping[int, float],
+    *,
+    vector_share: float,
+    channels: int = 2,
+) -> dict[int, float]:
+    """Fused relevance in [0, 1] of every candidate of either channel, with fixed shares.
+
+    ``vector`` maps a candidate to its vector score (a cosine, at least -1, possibly with
+    a bonus), ``keyword`` to its BM25 score (positive). Each is normalized by the best of
+    its channel; a candidate absent from a channel gets 0 there. With ``channels == 1``
+    only one channel ran and it gets the whole weight.
+    """
+    v_share = vector_share if channels == 2 else (1.0 if vector else 0.0)
+    k_share = 1.0 - v_share
+    v_best = max(vector.values(), default=0.0) + 1.0
+    k_best = max(keyword.values(), default=0.0)
+    fused: dict[int, float] = {}
+    for cid in vector.keys() | keyword.keys():
+        v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
+        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
+        fused[cid] = v_share * v + k_share * k
+    return fused
+
+
+def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
+    """Reciprocal rank fusion: sum over channels of weight / (k + rank), ranks from 1."""
+    fused: dict[int, float] = {}
+    for ids, weight in rankings:
+        for rank, cid in enumerate(ids, 1):
+            fused[cid] = fused.get(cid, 0.0) + weight / (k + rank)
+    return fused
+
+
+def with_heads(
+    cosine: Mapping[int, float],
+    heads: Mapping[int, int],
+    head_cosine: Mapping[int, float],
+    head_weight: float,
+) -> dict[int, float]:
+    """Each candidate's cosine plus ``head_weight`` times its file's first chunk's cosine."""
+    if head_weight == 0:
+        return dict(cosine)
+    known = {**head_cosine, **cosine}
+    return {
+        cid: cos + head_weight * known.get(heads.get(cid, cid), cos) for cid, cos in cosine.items()
+    }

@@ -40,7 +40,7 @@ from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.embedder import Embedder, load_embedder
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.search import Candidates, Ranking, SearchParams, query_terms
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.settings import DEFAULT_EXTS, Settings
 
 logger = logging.getLogger("bench")
 
@@ -194,9 +194,26 @@ def _beir(args: argparse.Namespace, embedder: Embedder) -> LabSet:
     return LabSet(ds.name, "beir", ds.queries, ds.qrels, cands, shares, doc_of, len(paths))
 
 
+def _foreign(args: argparse.Namespace, embedder: Embedder) -> LabSet:
+    """Another collection's queries (``--queries``, a path) over this work folder's index."""
+    import json
+
+    with Path(args.queries).open(encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    queries = {str(r["_id"]): r.get("text") or r.get("question", "") for r in rows}
+    index = args.work / "index"
+    docs = args.work / "docs"
+    exts = (".txt",) if any(docs.glob("*.txt")) else DEFAULT_EXTS
+    settings = Settings(data_folder=docs, index_folder=index, exts=exts)
+    cands = capture(settings, embedder, queries)
+    paths = chunk_paths(index)
+    shares = term_shares(index, queries)
+    name = f"{args.work.name}+{Path(args.queries).parent.name}"
+    return LabSet(name, "foreign", queries, {}, cands, shares, paths, len(paths))
+
+
 def _folder(args: argparse.Namespace, embedder: Embedder) -> LabSet:
     from bench.folder_qa import load_questions
-    from micro_rag_mcp.settings import DEFAULT_EXTS
 
     questions = load_questions(args.dataset)
     docs, index = args.work / "docs", args.work / "index"
@@ -229,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.fusion_lab", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     cap = sub.add_parser("capture", help="record every query's candidates")
-    cap.add_argument("--kind", choices=("beir", "folder", "identifiers"), required=True)
+    cap.add_argument("--kind", choices=("beir", "folder", "identifiers", "foreign"), required=True)
     cap.add_argument("--dataset", type=Path)
     cap.add_argument("--qrels", default="qrels.tsv")
     cap.add_argument("--queries", default="queries.jsonl")
@@ -243,7 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-    make = {"beir": _beir, "folder": _folder, "identifiers": _identifiers}[args.kind]
+    make = {"beir": _beir, "folder": _folder, "identifiers": _identifiers, "foreign": _foreign}[
+        args.kind
+    ]
     lab = make(args, embedder)
     with args.out.open("wb") as f:
         pickle.dump(lab, f)

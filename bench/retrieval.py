@@ -16,6 +16,7 @@ is then an incremental no-op); otherwise the work folder is rebuilt from scratch
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import logging
@@ -59,7 +60,12 @@ class Dataset:
 
 
 def load_dataset(folder: Path, qrels_name: str, queries_name: str) -> Dataset:
-    raw = (folder / "corpus.jsonl").read_bytes()
+    plain = folder / "corpus.jsonl"
+    raw = (
+        plain.read_bytes()
+        if plain.exists()
+        else gzip.decompress(plain.with_suffix(".jsonl.gz").read_bytes())
+    )
     corpus: dict[str, tuple[str, str]] = {}
     for line in raw.decode("utf-8").splitlines():
         if line.strip():
@@ -98,6 +104,23 @@ def safe_names(ids: Sequence[str]) -> dict[str, str]:
 
 def document_file_text(title: str, text: str) -> str:
     return f"{title.strip()}\n\n{text.strip()}\n"
+
+
+class NoModel:
+    """An embedder that gives every text the same unit vector: an index without the model."""
+
+    model_id = "no-model"
+    dimension = 8
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
 
 
 # -- the work folder -------------------------------------------------------------------
@@ -499,6 +522,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
     )
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="index and search without the encoder (every passage gets the same vector): "
+        "for the keyword channel of a corpus too large to embed; use its own --work folder",
+    )
     p.add_argument("--json", type=Path, help="write metrics and settings here")
     p.add_argument("--dump-run", type=Path, help="write the per-query document rankings here")
     p.add_argument("--index-only", action="store_true", help="build the index and stop")
@@ -523,7 +552,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
     if args.store:
         ws = replace(ws, store=parse_store_url(args.store))
-    embedder: Embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    embedder: Embedder = (
+        NoModel()
+        if args.no_model
+        else load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    )
     if args.vectors_from:
         from bench.stored_vectors import StoredVectors
 

@@ -41,9 +41,10 @@ class SearchParams:
     fusion: str = "convex"  # "adaptive" (per-query shares), "convex" (fixed) or "rrf"
     vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
     head_weight: float = 0.5  # weight of the file's first chunk in the vector score
-    keyword_share: float = 0.5  # adaptive: the keyword share of a query whose lead is 1
-    keyword_floor: float = 0.0  # adaptive: the keyword share of a flat keyword channel
+    keyword_share: float = 0.55  # adaptive: the keyword share of a query whose lead is 1
+    keyword_floor: float = 0.1  # adaptive: the keyword share of a flat keyword channel
     lead_rank: int = 10  # adaptive: the lead is the best keyword score over this rank's
+    vector_low: float | None = None  # adaptive: V's zero; None: the lowest candidate's
     rrf_k: float = 20.0  # rrf only
     vector_weight: float = 1.0  # rrf only
     keyword_weight: float = 1.25  # rrf only
@@ -106,8 +107,8 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
                 vector_scores, keyword, vector_share=params.vector_share, channels=channels
             )
         else:
-            share = keyword_share(c.keyword, params) if channels == 2 else None
-            fused = adaptive(vector_scores, keyword, share)
+            share = keyword_share(c, params) if channels == 2 else None
+            fused = adaptive(vector_scores, keyword, share, params.vector_low)
     ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
     return Ranking(ranked, fused, c.cosine, found_by)
 
@@ -132,23 +133,32 @@ def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
     return scores
 
 
-def keyword_share(keyword: Sequence[tuple[int, float]], params: SearchParams) -> float:
+def keyword_share(c: Candidates, params: SearchParams) -> float:
     """The keyword channel's share of this query's relevance, from its lead.
 
-    The lead is 1 - (the ``lead_rank``-th best BM25 score) / (the best): 1 when only a
-    few passages match at all (a rare token), near 0 when the channel is flat.
+    The lead is 1 - (the ``lead_rank``-th best file's BM25 score) / (the best file's),
+    a file scoring as its best passage: 1 when only a few files match at all (a rare
+    token), near 0 when the channel is flat. Files, not passages: a long file that
+    holds a rare word in ten passages is still a lead of one file.
     """
-    if not keyword:
+    by_file: dict[int, float] = {}
+    for cid, score in c.keyword:  # best first
+        by_file.setdefault(c.heads.get(cid, cid), score)
+    if not by_file:
         return 0.0
-    best = keyword[0][1]
-    ref = keyword[params.lead_rank - 1][1] if len(keyword) >= params.lead_rank else 0.0
+    scores = list(by_file.values())
+    best = scores[0]
+    ref = scores[params.lead_rank - 1] if len(scores) >= params.lead_rank else 0.0
     lead = 1.0 - ref / best if best > 0 else 0.0
     floor = params.keyword_floor
     return floor + (params.keyword_share - floor) * lead
 
 
 def adaptive(
-    vector: Mapping[int, float], keyword: Mapping[int, float], share: float | None
+    vector: Mapping[int, float],
+    keyword: Mapping[int, float],
+    share: float | None,
+    vector_low: float | None = None,
 ) -> dict[int, float]:
     """``(1 - share) * V + share * K`` for every candidate (see the module docstring).
 
@@ -156,7 +166,7 @@ def adaptive(
     """
     if share is None:
         share = 0.0 if vector else 1.0
-    v_low = min(vector.values(), default=0.0)
+    v_low = min(vector.values(), default=0.0) if vector_low is None else vector_low
     v_span = max(vector.values(), default=0.0) - v_low
     k_best = max(keyword.values(), default=0.0)
     fused: dict[int, float] = {}

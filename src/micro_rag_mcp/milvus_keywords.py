@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from micro_rag_mcp.keywords import COMMON_SHARE
+from micro_rag_mcp.keywords import searched_terms
 from micro_rag_mcp.milvus_rows import BUCKETS, ChunkHit
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.stemming import stem_words, words
@@ -120,8 +120,8 @@ def keyword_hits(
         return []
     sample = stats.sample(index, chunks)
     having = {p: sample.share(p) * chunks for p in phrases}
-    distinctive = [p for p in phrases if having[p] <= COMMON_SHARE * chunks]
-    asked = distinctive or phrases
+    kept = set(searched_terms(list(dict.fromkeys(phrases)), {p: sample.share(p) for p in phrases}))
+    asked = [p for p in phrases if p in kept]
     found = index.keyword(list(dict.fromkeys(asked)), POOL * limit)
     if not sample.whole:
         in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog, StoredChunk
-from micro_rag_mcp.cjk import cjk_query
+from micro_rag_mcp.cjk import query_grams
 from micro_rag_mcp.fusion import Candidates, Ranking, SearchParams, fuse
-from micro_rag_mcp.keywords import STOPWORDS, or_query
+from micro_rag_mcp.keywords import STOPWORDS, or_query, searched_terms
 from micro_rag_mcp.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.results import Hit
 from micro_rag_mcp.vectors import VectorStore
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-MAX_QUERY_TERMS = 64
+# Distinct words a query is read for: a bound against hostile input only (a paragraph has
+# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
+MAX_QUERY_TERMS = 1024
 _TERM = re.compile(r"\w+", re.UNICODE)
 DEFAULT_PARAMS = SearchParams()
 __all__ = ["STOPWORDS", "Candidates", "Ranking", "SearchParams", "fuse", "hybrid_search"]
@@ -164,10 +166,12 @@ def keyword_candidates(
     hits: list[tuple[int, float]] = []
     if terms:
         hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
-    cjk = cjk_query(query)
-    if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
-        hits = _merged(hits, catalog.cjk_search(cjk, params.depth))
-    return hits, bool(terms) or cjk is not None
+    grams = query_grams(query)
+    if grams:  # CJK runs are found by their bigrams (see cjk.py)
+        shares = catalog.term_shares(grams, table="chunks_cjk")
+        searched = searched_terms(grams, shares)
+        hits = _merged(hits, catalog.cjk_search(or_query(searched), params.depth))
+    return hits, bool(terms) or bool(grams)
 
 
 def _merged(

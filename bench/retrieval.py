@@ -252,6 +252,7 @@ class ChannelRun:
     best_cosine: dict[str, dict[str, float | None]]  # query id -> doc id -> best chunk cosine
     latencies_ms: list[float]
     hits: dict[str, list[tuple[str, float | None]]]  # query id -> (doc id, cosine) per chunk
+    flagged: set[str] = field(default_factory=set)  # queries answered "no good match"
 
 
 def search_all(
@@ -273,6 +274,8 @@ def search_all(
         started = time.perf_counter()
         outcome = engine.search(text, top_k=top_k, score_threshold=score_threshold)
         out.latencies_ms.append((time.perf_counter() - started) * 1000)
+        if outcome.no_good_match:
+            out.flagged.add(qid)
         chunks = [(_doc_of(ws, h), h.score) for h in outcome.hits]
         out.hits[qid] = chunks
         out.run[qid] = dedupe(doc for doc, _ in chunks)
@@ -323,8 +326,12 @@ def summarize(cr: ChannelRun, qrels: dict[str, dict[str, int]]) -> dict[str, Any
     metrics = evaluate(cr.run, qrels, MEASURES)
     lat = cr.latencies_ms
     returned = [len(docs) for docs in cr.run.values()]
+    found = [q for q, docs in cr.run.items() if set(docs[:5]) & set(relevant(qrels.get(q, {})))]
     return {
         **{m: round(v, 4) for m, v in metrics.items()},
+        "flagged_with_relevant_in_top5": round(
+            sum(q in cr.flagged for q in found) / max(len(found), 1), 3
+        ),
         "latency_p50_ms": round(percentile(lat, 50), 1),
         "latency_p95_ms": round(percentile(lat, 95), 1),
         "docs_returned_min": min(returned) if returned else 0,
@@ -390,8 +397,11 @@ def foreign_cosines(
     engine.load_model()
     top1: list[float] = []
     top10: list[float] = []
+    flagged = 0
     for text in queries:
-        scores = [h.score for h in engine.search(text, top_k, -1.0).hits if h.score is not None]
+        outcome = engine.search(text, top_k, -1.0)
+        flagged += outcome.no_good_match
+        scores = [h.score for h in outcome.hits if h.score is not None]
         if scores:
             top1.append(max(scores))
             top10.extend(scores)
@@ -404,6 +414,7 @@ def foreign_cosines(
         "share_of_top10_at_or_above_0.2": round(sum(s >= 0.2 for s in top10) / len(top10), 3)
         if top10
         else None,
+        "flagged_no_good_match": round(flagged / max(len(queries), 1), 3),
     }
 
 

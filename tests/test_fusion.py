@@ -66,7 +66,7 @@ def search_with_vectors(
         top_k=5,
         score_threshold=0.2,
         params=SearchParams(**params),  # type: ignore[arg-type]
-    )
+    ).hits
 
 
 def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:

@@ -570,6 +570,14 @@ class Catalog:
             shares[term] = hits / rows if rows else 0.0
         return shares
 
+    def id_span(self) -> int:
+        """One more than the largest chunk id less the smallest: about how many chunks
+        there are (ids are given in order), read from the ends of the index alone."""
+        lo, hi = self._conn.execute(
+            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+        ).fetchone()
+        return 0 if hi is None else int(hi) - int(lo) + 1
+
     def cjk_search(self, match: str, limit: int) -> list[tuple[int, float]]:
         """Like ``keyword_search``, over the CJK bigrams (``cjk.query_grams``)."""
         rows = self._conn.execute(

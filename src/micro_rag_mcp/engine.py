@@ -31,6 +31,7 @@ from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
+    NO_GOOD_MATCH,
     Hit,
     IndexState,
     IndexSummary,
@@ -232,18 +233,20 @@ class Engine:
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
                 return SearchOutcome([], state, notices)
-            hits, state = self._search_in(catalog, query, top_k, score_threshold, notices)
+            hits, state, weak = self._search_in(catalog, query, top_k, score_threshold, notices)
         notices.extend(state_notices(state))
-        return SearchOutcome(hits, state, notices)
+        if weak and hits:
+            notices.append(NO_GOOD_MATCH)
+        return SearchOutcome(hits, state, notices, no_good_match=weak and bool(hits))
 
     def _search_in(
         self, catalog: Catalog, query: str, top_k: int, score_threshold: float, notices: list[str]
-    ) -> tuple[list[Hit], IndexState]:
+    ) -> tuple[list[Hit], IndexState, bool]:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog))
             try:
                 stats = self._stats.get(catalog)
-                hits = search_beside(
+                found = search_beside(
                     catalog,
                     query,
                     lambda: pending.result()[1],
@@ -257,8 +260,8 @@ class Engine:
                 wait([pending])
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
-            hits = self._mark_stale(hits, notices)
-            return hits, self._state(catalog, stats)
+            hits = self._mark_stale(found.hits, notices)
+            return hits, self._state(catalog, stats), found.no_good_match
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 

@@ -38,12 +38,14 @@ class SearchParams:
     """
 
     depth: int = 200  # candidates taken from each channel
-    fusion: str = "convex"  # "adaptive" (per-query shares), "convex" (fixed) or "rrf"
+    fusion: str = "adaptive"  # "adaptive" (per-query shares), "convex" (fixed) or "rrf"
     vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
-    head_weight: float = 0.5  # weight of the file's first chunk in the vector score
-    keyword_share: float = 0.55  # adaptive: the keyword share of a query whose lead is 1
-    keyword_floor: float = 0.1  # adaptive: the keyword share of a flat keyword channel
-    lead_rank: int = 10  # adaptive: the lead is the best keyword score over this rank's
+    head_weight: float = 1.0  # weight of the file's first chunk in the vector score
+    keyword_share: float = 0.65  # adaptive: the keyword share at full evidence
+    keyword_floor: float = 0.0  # adaptive: the keyword share without evidence
+    lead_rank: int = 3  # adaptive: the lead is the best file's BM25 over this rank's file's
+    agree_files: int = 5  # adaptive: agreement of the keyword channel's best files ...
+    agree_among: int = 5  # ... with the vector channel's best files
     vector_low: float | None = None  # adaptive: V's zero; None: the lowest candidate's
     rrf_k: float = 20.0  # rrf only
     vector_weight: float = 1.0  # rrf only
@@ -73,6 +75,7 @@ class Candidates:
     head_cosine: Mapping[int, float]
     vector_ran: bool
     keyword_ran: bool
+    keyword_idf: float = 0.0  # the summed idf of the words the keyword channel searched
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ class Ranking:
     fused: dict[int, float]
     cosine: Mapping[int, float]
     found_by: dict[int, tuple[str, ...]]
+    no_good_match: bool = False
 
 
 def fuse(c: Candidates, params: SearchParams) -> Ranking:
@@ -107,10 +111,26 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
                 vector_scores, keyword, vector_share=params.vector_share, channels=channels
             )
         else:
-            share = keyword_share(c, params) if channels == 2 else None
+            share = keyword_share(c, vector_scores, params) if channels == 2 else None
             fused = adaptive(vector_scores, keyword, share, params.vector_low)
     ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
-    return Ranking(ranked, fused, c.cosine, found_by)
+    return Ranking(ranked, fused, c.cosine, found_by, no_good_match(c))
+
+
+# Calibrated on the dev sets' own queries and other collections' (docs/benchmarks.md).
+WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
+WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
+
+
+def no_good_match(c: Candidates) -> bool:
+    """Whether nothing found is a good match: no passage holds the query's rare words (the
+    best BM25 is under ``WEAK_COVERAGE`` of what the query's words weigh together) and
+    none is close in meaning (the best cosine is under ``WEAK_COSINE``, or no channel
+    could say). An absolute test, unlike ``relevance``, which is relative to the best."""
+    if c.vector_ran and max(c.cosine.values(), default=-1.0) >= WEAK_COSINE:
+        return False
+    best = c.keyword[0][1] if c.keyword else 0.0
+    return not (c.keyword_idf > 0 and best >= WEAK_COVERAGE * c.keyword_idf)
 
 
 def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
@@ -133,25 +153,40 @@ def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
     return scores
 
 
-def keyword_share(c: Candidates, params: SearchParams) -> float:
-    """The keyword channel's share of this query's relevance, from its lead.
+def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchParams) -> float:
+    """The keyword channel's share of this query's relevance, from what it knows.
 
-    The lead is 1 - (the ``lead_rank``-th best file's BM25 score) / (the best file's),
-    a file scoring as its best passage: 1 when only a few files match at all (a rare
-    token), near 0 when the channel is flat. Files, not passages: a long file that
-    holds a rare word in ten passages is still a lead of one file.
+    Its evidence is the larger of two measures, each from 0 to 1, over files (a file
+    scores as its best passage, so a long file matching in ten passages is one file):
+
+    * its lead: 1 - (the ``lead_rank``-th best file's BM25) / (the best file's); 1 when
+      only a few files match at all (a rare token), near 0 when the channel is flat;
+    * its agreement: the share of its best ``agree_files`` files that are among the
+      vector channel's best ``agree_among`` (both channels point at the same files).
+
+    The share runs from ``keyword_floor`` (no evidence) to ``keyword_share``.
     """
-    by_file: dict[int, float] = {}
-    for cid, score in c.keyword:  # best first
-        by_file.setdefault(c.heads.get(cid, cid), score)
-    if not by_file:
+    keyword_files = _files(c.heads, c.keyword)
+    if not keyword_files:
         return 0.0
-    scores = list(by_file.values())
+    scores = list(keyword_files.values())
     best = scores[0]
     ref = scores[params.lead_rank - 1] if len(scores) >= params.lead_rank else 0.0
     lead = 1.0 - ref / best if best > 0 else 0.0
+    by_vector = sorted(vector.items(), key=lambda item: (-item[1], item[0]))
+    near = set(list(_files(c.heads, by_vector))[: params.agree_among])
+    top = list(keyword_files)[: params.agree_files]
+    agreement = sum(f in near for f in top) / len(top)
     floor = params.keyword_floor
-    return floor + (params.keyword_share - floor) * lead
+    return floor + (params.keyword_share - floor) * max(lead, agreement)
+
+
+def _files(heads: Mapping[int, int], hits: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Each file's best score (a file named by its first chunk), in the order of ``hits``."""
+    by_file: dict[int, float] = {}
+    for cid, score in hits:  # best first
+        by_file.setdefault(heads.get(cid, cid), score)
+    return by_file
 
 
 def adaptive(

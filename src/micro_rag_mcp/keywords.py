@@ -12,6 +12,7 @@ bounded cost. A query of many words (a paragraph, a pasted log) searches its rar
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from micro_rag_mcp.catalog import Catalog
@@ -55,12 +56,25 @@ def or_query(terms: Sequence[str]) -> str:
 
 def keyword_hits(
     catalog: Catalog, terms: Sequence[str], limit: int, weights: tuple[float, float]
-) -> list[tuple[int, float]]:
-    """The best ``limit`` chunks for the terms by BM25, best first, with their scores."""
+) -> tuple[list[tuple[int, float]], float]:
+    """The best ``limit`` chunks for the terms by BM25, best first, with their scores; and
+    the summed idf of the terms searched (``idf_sum``)."""
     shares = catalog.term_shares(terms)
     searched = searched_terms(terms, shares)
+    weight = idf_sum(searched, shares, catalog.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
-        return catalog.keyword_search(or_query(searched), limit, weights)
-    return catalog.keyword_search(
+        return catalog.keyword_search(or_query(searched), limit, weights), weight
+    hits = catalog.keyword_search(
         or_query(searched), limit, weights, scored=limit * SAMPLE_PER_RESULT
     )
+    return hits, weight
+
+
+def idf_sum(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> float:
+    """What the terms weigh together in FTS5's BM25: the sum of their idf (a term in
+    half the chunks or more weighs nothing)."""
+    total = 0.0
+    for t in terms:
+        having = shares.get(t, 0.0) * chunks
+        total += max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
+    return total

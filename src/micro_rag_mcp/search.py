@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.catalog import Catalog, StoredChunk
 from micro_rag_mcp.cjk import query_grams
 from micro_rag_mcp.fusion import Candidates, Ranking, SearchParams, fuse
-from micro_rag_mcp.keywords import STOPWORDS, or_query, searched_terms
+from micro_rag_mcp.keywords import STOPWORDS, idf_sum, or_query, searched_terms
 from micro_rag_mcp.keywords import keyword_hits as keyword_channel
-from micro_rag_mcp.results import Hit
+from micro_rag_mcp.results import Found, Hit
 from micro_rag_mcp.vectors import VectorStore
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def hybrid_search(
     top_k: int,
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
-) -> list[Hit]:
+) -> Found:
     """The best ``top_k`` chunks for the query, from every channel that is available.
 
     Candidates are fused first; rows (text and citation) are then fetched best first, a
@@ -117,14 +117,14 @@ def search_beside(
     top_k: int,
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
-) -> list[Hit]:
+) -> Found:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
     channels run at once (SQLite, onnxruntime and FAISS let go of the GIL).
     """
     with catalog.snapshot():
-        keyword_hits, keyword_ran = keyword_candidates(catalog, query, params)
+        keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params)
         side = vector_side() if "vector" in params.channels else None
         vector_hits = side.hits if side is not None else []
         cosine = dict(vector_hits)
@@ -148,10 +148,12 @@ def search_beside(
                 head_cosine=head_cosine,
                 vector_ran=side is not None,
                 keyword_ran=keyword_ran,
+                keyword_idf=keyword_idf,
             ),
             params,
         )
-        return best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        hits = best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        return Found(hits, ranking.no_good_match)
 
 
 def keyword_candidates(
@@ -159,19 +161,29 @@ def keyword_candidates(
 ) -> tuple[list[tuple[int, float]], bool]:
     """The keyword channel's best ``depth`` chunks with their BM25 scores, and whether it
     ran at all (the query has a word, or a CJK run, and the channel is on)."""
+    hits, ran, _ = keyword_evidence(catalog, query, params)
+    return hits, ran
+
+
+def keyword_evidence(
+    catalog: Catalog, query: str, params: SearchParams
+) -> tuple[list[tuple[int, float]], bool, float]:
+    """``keyword_candidates``, and the summed idf of the words and bigrams searched."""
     if "keyword" not in params.channels:
-        return [], False
+        return [], False, 0.0
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords)
     hits: list[tuple[int, float]] = []
+    weight = 0.0
     if terms:
-        hits = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
+        hits, weight = keyword_channel(catalog, terms, params.depth, (params.title_weight, 1.0))
     grams = query_grams(query)
     if grams:  # CJK runs are found by their bigrams (see cjk.py)
         shares = catalog.term_shares(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
+        weight += idf_sum(searched, shares, catalog.id_span())
         hits = _merged(hits, catalog.cjk_search(or_query(searched), params.depth))
-    return hits, bool(terms) or bool(grams)
+    return hits, bool(terms) or bool(grams), weight
 
 
 def _merged(

@@ -92,6 +92,12 @@ class IndexStatus(BaseModel):
 
 class SearchResult(BaseModel):
     results: list[SearchHit]
+    no_good_match: bool = Field(
+        False,
+        description="True when no result holds the query's rare words and none is close in "
+        "meaning (an absolute test, where relevance is relative to the best result): the "
+        "folder probably does not hold what was asked.",
+    )
     index: IndexStatus = Field(description="State of the index when the search ran.")
     notices: list[str] = Field(
         description="Why results may be incomplete (still indexing, model loading, ...)."
@@ -162,6 +168,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
 def search_result(outcome: SearchOutcome) -> SearchResult:
     return SearchResult(
         results=[_hit(h, rank) for rank, h in enumerate(outcome.hits, 1)],
+        no_good_match=outcome.no_good_match,
         index=_status(outcome.state),
         notices=outcome.notices,
     )

@@ -124,3 +124,52 @@ def test_a_missing_vector_counts_as_a_typical_one_not_as_the_worst() -> None:
     zero = fuse(c, SearchParams(fusion="convex", head_weight=0.0)).fused
     assert zero[9] == pytest.approx(0.7 * (0.30 + 1) / (0.50 + 1) + 0.3)  # 5's vector score
     assert zero[9] > zero[1]
+
+
+def test_a_rare_exact_token_wins_whatever_its_cosine() -> None:
+    # 9 alone holds the token (the keyword channel's only match) and is the least similar.
+    vector = [(1, 0.62), (2, 0.60), (3, 0.58), (9, 0.10)]
+    ranking = fuse(candidates(vector, [(9, 11.0)]), SearchParams())
+    assert ranking.ranked[0] == 9
+
+
+def test_a_flat_keyword_channel_does_not_pull_a_strong_vector_match_down() -> None:
+    # 1 is by far the closest in meaning; twenty other passages share a common word
+    # about equally (a flat keyword channel) and are not what the vector channel ranks.
+    vector = [(1, 0.80), *((i, 0.30) for i in range(2, 8)), *((i, 0.28) for i in range(10, 30))]
+    keyword = [(i, 5.0 - 0.01 * i) for i in range(10, 30)]
+    c = candidates(vector, keyword)
+    assert fuse(c, SearchParams()).ranked[0] == 1
+    assert fuse(c, SearchParams(fusion="convex")).ranked[0] != 1  # what the fixed share did
+
+
+def test_a_keyword_channel_that_agrees_with_the_vector_channel_keeps_its_share() -> None:
+    # Both channels rank the same five files best; the keyword channel is sure of 2.
+    vector = [(1, 0.70), (2, 0.66), (3, 0.65), (4, 0.64), (5, 0.63), (6, 0.2)]
+    keyword = [(2, 9.0), (1, 8.0), (3, 7.9), (4, 7.8), (5, 7.7)]
+    assert fuse(candidates(vector, keyword), SearchParams()).ranked[0] == 2
+
+
+def test_without_vectors_for_its_matches_the_keyword_channel_takes_the_ranking() -> None:
+    # A first index with few vectors yet: none of the keyword matches has one.
+    vector = [(1, 0.7), (2, 0.69), (3, 0.68)]
+    keyword = [(10, 4.0), (11, 3.9), (12, 3.8)]
+    fused = fuse(candidates(vector, keyword), SearchParams()).fused
+    assert min(fused[i] for i in (10, 11, 12)) > max(fused[i] for i in (1, 2, 3))
+
+
+def test_no_good_match_only_when_neither_words_nor_meaning_match(
+    engine: Engine, data: Path
+) -> None:
+    for i in range(20):
+        (data / f"note_{i:02d}.txt").write_text(
+            f"Deploy notes. The payment service logged error ERR-{1000 + i} after a deploy."
+        )
+    engine.reindex()
+    foreign = engine.search("ornithology migratory warbler plumage", 5, 0.0)
+    assert foreign.hits and foreign.no_good_match
+    assert any(n.startswith("no good match") for n in foreign.notices)
+    for query in ("ERR-1007", "payment service deploy error"):
+        found = engine.search(query, 5, 0.0)
+        assert found.hits and not found.no_good_match, query
+        assert not any(n.startswith("no good match") for n in found.notices)

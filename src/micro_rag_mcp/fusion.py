@@ -164,7 +164,8 @@ def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchPara
     * its agreement: the share of its best ``agree_files`` files that are among the
       vector channel's best ``agree_among`` (both channels point at the same files).
 
-    The share runs from ``keyword_floor`` (no evidence) to ``keyword_share``.
+    The share runs from ``keyword_floor`` (no evidence) to ``keyword_share``, and grows
+    toward 1 as fewer of the keyword matches have a vector.
     """
     keyword_files = _files(c.heads, c.keyword)
     if not keyword_files:
@@ -178,7 +179,12 @@ def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchPara
     top = list(keyword_files)[: params.agree_files]
     agreement = sum(f in near for f in top) / len(top)
     floor = params.keyword_floor
-    return floor + (params.keyword_share - floor) * max(lead, agreement)
+    share = floor + (params.keyword_share - floor) * max(lead, agreement)
+    # The vector channel speaks only for the keyword matches that have a vector: while
+    # indexing runs, its share shrinks with theirs, so an index with a tenth of its
+    # vectors ranks about as its keyword channel does, not by a tenth of its passages.
+    known = sum(cid in c.cosine for cid, _ in c.keyword) / len(c.keyword)
+    return 1.0 - known * (1.0 - share)
 
 
 def _files(heads: Mapping[int, int], hits: Sequence[tuple[int, float]]) -> dict[int, float]:

@@ -502,7 +502,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--channels", default="keyword,vector,hybrid", help="comma list of keyword,vector,hybrid"
     )
     p.add_argument("--depth", type=int, help="override SearchParams.depth")
-    p.add_argument("--fusion", choices=("convex", "rrf"), help="override SearchParams.fusion")
+    p.add_argument(
+        "--fusion", choices=("adaptive", "convex", "rrf"), help="override SearchParams.fusion"
+    )
     p.add_argument("--vector-share", type=float, help="override SearchParams.vector_share")
     p.add_argument("--head-weight", type=float, help="override SearchParams.head_weight")
     p.add_argument("--rrf-k", type=float, help="override SearchParams.rrf_k")
@@ -531,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--latency-ab",
         action="store_true",
-        help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
+        help="time the default fusion against the old convex one side by side (top_k 5) and stop",
     )
     p.add_argument(
         "--no-model",
@@ -579,7 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     params = params_from_args(args)
     if args.latency_ab:
-        variants = {"convex (default)": params, "rrf (old)": replace(params, fusion="rrf")}
+        old = replace(params, fusion="convex", head_weight=0.5)
+        variants = {"adaptive (default)": params, "convex (old)": old}
         for name, t in latency_ab(ws, embedder, dataset, variants, top_k=5).items():
             print(f"{name}: p50 {t['p50']:.1f} ms, p95 {t['p95']:.1f} ms")
         return 0

@@ -48,8 +48,9 @@ class SearchHit(BaseModel):
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
     relevance: float = Field(
-        description="The ranking key: the fused relevance of both channels (0-1); results "
-        "are ordered by it, so score (the cosine alone) need not decrease."
+        description="The ranking key: the fused relevance of both channels (0-1), relative "
+        "to this query's best candidates (see no_good_match for an absolute signal); "
+        "results are ordered by it, so score (the cosine alone) need not decrease."
     )
     section: str | None = Field(
         None,

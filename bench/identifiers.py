@@ -11,6 +11,10 @@ when its first hit is the file that holds the token.
 
 The folder is generated from ``--seed``, so every run (and every machine) sees the same
 files and queries.
+
+``--vector-shares 0.1,0.5,0.9`` also measures the hybrid search while only that share of
+chunks has a vector, as during a first index or a forced pass: for each share, a COPY of
+the index keeps the vectors of a random (seeded) share of its chunks and drops the rest.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import logging
 import os
 import random
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +32,9 @@ from pathlib import Path
 from bench import work_folder
 from bench.folder_qa import CHANNELS, channel_params, index_folder, params_from, rank_files
 from bench.metrics import percentile
-from micro_rag_mcp.embedder import load_embedder
+from micro_rag_mcp.embedder import Embedder, load_embedder
+from micro_rag_mcp.search import SearchParams
+from micro_rag_mcp.settings import Settings
 
 logger = logging.getLogger("bench")
 
@@ -135,6 +142,40 @@ def write_notes(docs: Path, notes: Sequence[Note]) -> None:
             path.write_text(note.text, encoding="utf-8")
 
 
+def partial_copy(settings: Settings, share: float, seed: int) -> Settings:
+    """Settings of a copy of the index in which only ``share`` of the chunks keep a vector."""
+    import faiss
+    import numpy as np
+
+    copy = settings.index_folder.with_name(f"{settings.index_folder.name}-vectors-{share:g}")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(settings.index_folder, copy, ignore=shutil.ignore_patterns("*.lock"))
+    flat = faiss.read_index(str(copy / "faiss.index"))
+    ids = faiss.vector_to_array(flat.id_map)
+    rnd = random.Random(seed)
+    dropped = np.asarray([i for i in ids.tolist() if rnd.random() >= share], dtype=np.int64)
+    flat.remove_ids(dropped)
+    faiss.write_index(flat, str(copy / "faiss.index"))
+    logger.info("%s: %d of %d vectors kept", copy, flat.ntotal, len(ids))
+    return Settings(
+        data_folder=settings.data_folder,
+        index_folder=copy,
+        exts=settings.exts,
+        model_wait_s=settings.model_wait_s,
+    )
+
+
+def first_rates(
+    settings: Settings, embedder: Embedder, params: SearchParams, queries: Sequence[tuple[str, str]]
+) -> tuple[list[bool], list[float]]:
+    """Whether each query's first hit is its file, and the latencies."""
+    files, lat = rank_files(settings, embedder, params, [q for q, _ in queries], 5, 0.2)
+    first = [
+        bool(ranked) and ranked[0] == want for ranked, (_, want) in zip(files, queries, strict=True)
+    ]
+    return first, lat
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m bench.identifiers", description=__doc__.split("\n")[0]
@@ -145,6 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--work", type=Path, default=work_folder("identifiers"))
     p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf")
     p.add_argument("--channels", default=",".join(CHANNELS))
+    p.add_argument(
+        "--vector-shares",
+        help="comma list of shares of chunks with a vector (e.g. 0.1,0.5,0.9): also rank "
+        "the hybrid search on copies of the index with only that share of vectors",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
@@ -159,27 +205,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nidentifiers: {len(notes)} files, {len(queries)} queries; params: {params}\n")
     print("| channel | first (alone) | first (in a sentence) | first (all) | p50 ms |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for channel in [c.strip() for c in args.channels.split(",") if c.strip()]:
-        files, lat = rank_files(
-            settings,
-            embedder,
-            channel_params(params, channel),
-            [q for q, _ in queries],
-            top_k=5,
-            score_threshold=0.2,
+    rows = [
+        (channel, settings, channel_params(params, channel))
+        for channel in [c.strip() for c in args.channels.split(",") if c.strip()]
+    ]
+    for share in [float(s) for s in (args.vector_shares or "").split(",") if s.strip()]:
+        rows.append(
+            (f"hybrid, {share:.0%} of vectors", partial_copy(settings, share, args.seed), params)
         )
-        first = [
-            bool(ranked) and ranked[0] == want
-            for ranked, (_, want) in zip(files, queries, strict=True)
-        ]
+    for name, where, row_params in rows:
+        first, lat = first_rates(where, embedder, row_params, queries)
         alone, sentence = first[0::2], first[1::2]
         print(
-            f"| {channel} | {sum(alone) / len(alone):.3f} | {sum(sentence) / len(sentence):.3f}"
+            f"| {name} | {sum(alone) / len(alone):.3f} | {sum(sentence) / len(sentence):.3f}"
             f" | {sum(first) / len(first):.3f} | {percentile(lat, 50):.1f} |"
         )
         for ok, (q, want) in zip(first, queries, strict=True):
-            if not ok and channel == "hybrid":
-                logger.info("missed: %r (wanted %s)", q, want)
+            if not ok and name.startswith("hybrid"):
+                logger.info("%s missed: %r (wanted %s)", name, q, want)
     return 0
 
 

@@ -16,6 +16,7 @@ is then an incremental no-op); otherwise the work folder is rebuilt from scratch
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import json
 import logging
@@ -59,7 +60,12 @@ class Dataset:
 
 
 def load_dataset(folder: Path, qrels_name: str, queries_name: str) -> Dataset:
-    raw = (folder / "corpus.jsonl").read_bytes()
+    plain = folder / "corpus.jsonl"
+    raw = (
+        plain.read_bytes()
+        if plain.exists()
+        else gzip.decompress(plain.with_suffix(".jsonl.gz").read_bytes())
+    )
     corpus: dict[str, tuple[str, str]] = {}
     for line in raw.decode("utf-8").splitlines():
         if line.strip():
@@ -98,6 +104,23 @@ def safe_names(ids: Sequence[str]) -> dict[str, str]:
 
 def document_file_text(title: str, text: str) -> str:
     return f"{title.strip()}\n\n{text.strip()}\n"
+
+
+class NoModel:
+    """An embedder that gives every text the same unit vector: an index without the model."""
+
+    model_id = "no-model"
+    dimension = 8
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        out[:, 0] = 1.0
+        return out
+
+    def embed_query(self, text: str) -> Any:
+        return self.embed_documents([text])[0]
 
 
 # -- the work folder -------------------------------------------------------------------
@@ -229,6 +252,7 @@ class ChannelRun:
     best_cosine: dict[str, dict[str, float | None]]  # query id -> doc id -> best chunk cosine
     latencies_ms: list[float]
     hits: dict[str, list[tuple[str, float | None]]]  # query id -> (doc id, cosine) per chunk
+    flagged: set[str] = field(default_factory=set)  # queries answered "no good match"
 
 
 def search_all(
@@ -250,6 +274,8 @@ def search_all(
         started = time.perf_counter()
         outcome = engine.search(text, top_k=top_k, score_threshold=score_threshold)
         out.latencies_ms.append((time.perf_counter() - started) * 1000)
+        if outcome.no_good_match:
+            out.flagged.add(qid)
         chunks = [(_doc_of(ws, h), h.score) for h in outcome.hits]
         out.hits[qid] = chunks
         out.run[qid] = dedupe(doc for doc, _ in chunks)
@@ -300,8 +326,12 @@ def summarize(cr: ChannelRun, qrels: dict[str, dict[str, int]]) -> dict[str, Any
     metrics = evaluate(cr.run, qrels, MEASURES)
     lat = cr.latencies_ms
     returned = [len(docs) for docs in cr.run.values()]
+    found = [q for q, docs in cr.run.items() if set(docs[:5]) & set(relevant(qrels.get(q, {})))]
     return {
         **{m: round(v, 4) for m, v in metrics.items()},
+        "flagged_with_relevant_in_top5": round(
+            sum(q in cr.flagged for q in found) / max(len(found), 1), 3
+        ),
         "latency_p50_ms": round(percentile(lat, 50), 1),
         "latency_p95_ms": round(percentile(lat, 95), 1),
         "docs_returned_min": min(returned) if returned else 0,
@@ -367,8 +397,11 @@ def foreign_cosines(
     engine.load_model()
     top1: list[float] = []
     top10: list[float] = []
+    flagged = 0
     for text in queries:
-        scores = [h.score for h in engine.search(text, top_k, -1.0).hits if h.score is not None]
+        outcome = engine.search(text, top_k, -1.0)
+        flagged += outcome.no_good_match
+        scores = [h.score for h in outcome.hits if h.score is not None]
         if scores:
             top1.append(max(scores))
             top10.extend(scores)
@@ -381,6 +414,7 @@ def foreign_cosines(
         "share_of_top10_at_or_above_0.2": round(sum(s >= 0.2 for s in top10) / len(top10), 3)
         if top10
         else None,
+        "flagged_no_good_match": round(flagged / max(len(queries), 1), 3),
     }
 
 
@@ -468,7 +502,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--channels", default="keyword,vector,hybrid", help="comma list of keyword,vector,hybrid"
     )
     p.add_argument("--depth", type=int, help="override SearchParams.depth")
-    p.add_argument("--fusion", choices=("convex", "rrf"), help="override SearchParams.fusion")
+    p.add_argument(
+        "--fusion", choices=("adaptive", "convex", "rrf"), help="override SearchParams.fusion"
+    )
     p.add_argument("--vector-share", type=float, help="override SearchParams.vector_share")
     p.add_argument("--head-weight", type=float, help="override SearchParams.head_weight")
     p.add_argument("--rrf-k", type=float, help="override SearchParams.rrf_k")
@@ -497,7 +533,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--latency-ab",
         action="store_true",
-        help="time the default fusion against fusion=rrf side by side (top_k 5) and stop",
+        help="time the default fusion against the old convex one side by side (top_k 5) and stop",
+    )
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="index and search without the encoder (every passage gets the same vector): "
+        "for the keyword channel of a corpus too large to embed; use its own --work folder",
     )
     p.add_argument("--json", type=Path, help="write metrics and settings here")
     p.add_argument("--dump-run", type=Path, help="write the per-query document rankings here")
@@ -523,7 +565,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
     if args.store:
         ws = replace(ws, store=parse_store_url(args.store))
-    embedder: Embedder = load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    embedder: Embedder = (
+        NoModel()
+        if args.no_model
+        else load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+    )
     if args.vectors_from:
         from bench.stored_vectors import StoredVectors
 
@@ -535,7 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     params = params_from_args(args)
     if args.latency_ab:
-        variants = {"convex (default)": params, "rrf (old)": replace(params, fusion="rrf")}
+        old = replace(params, fusion="convex", head_weight=0.5)
+        variants = {"adaptive (default)": params, "convex (old)": old}
         for name, t in latency_ab(ws, embedder, dataset, variants, top_k=5).items():
             print(f"{name}: p50 {t['p50']:.1f} ms, p95 {t['p95']:.1f} ms")
         return 0

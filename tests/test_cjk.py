@@ -9,11 +9,11 @@ import pytest
 
 from micro_rag_mcp.cjk import (
     bigrams,
-    cjk_query,
     gram_token,
     gram_tokens,
     has_cjk,
     query_gram_tokens,
+    query_grams,
 )
 from micro_rag_mcp.engine import Engine
 from tests.formatfactory import make_xlsx
@@ -46,11 +46,22 @@ def test_bigrams_become_ascii_words_for_a_store_that_cannot_split_runs() -> None
     assert query_gram_tokens("東 only one") == []
 
 
-def test_a_query_becomes_phrases_of_bigrams_safe_for_fts5() -> None:
-    assert cjk_query('東京 "tower" 都庁') == '"東京" OR "都庁"'
-    assert cjk_query("東京都庁") == '"東京 京都 都庁"'
-    assert cjk_query("東 only one") is None
-    assert cjk_query('NEAR(" 東京") *') == '"東京"'
+def test_a_query_is_searched_for_every_bigram_of_its_runs() -> None:
+    assert query_grams('東京 "tower" 都庁') == ["東京", "都庁"]
+    assert query_grams("東京都庁 東京") == ["東京", "京都", "都庁"]
+    assert query_grams("東 only one") == []
+    assert query_grams('NEAR(" 東京") *') == ["東京"]
+    long = "被告人" * 3 + "".join(chr(0x4E00 + i) for i in range(600))
+    assert len(query_grams(long)) > 500  # a case description keeps all of its pairs
+
+
+def test_a_passage_holding_the_whole_run_ranks_above_one_holding_a_part(
+    engine: Engine, data: Path
+) -> None:
+    (data / "whole.txt").write_text("東京都庁の職員。")
+    (data / "part.txt").write_text("東京の職員と京都の人。")
+    engine.reindex()
+    assert by_keyword(engine, "東京都庁")[0] == "whole.txt"
 
 
 @pytest.fixture

@@ -51,8 +51,9 @@ def test_the_cli_says_disk_full_and_exits_1_on_a_full_disk(tmp_path: Path) -> No
     data.mkdir()
     for i in range(40):
         (data / f"d{i:02d}.txt").write_text(f"Field notes {i} on the glacier. " * 400)
-    with small_filesystem(tmp_path / "index", "1m") as index:
-        fill(index, leave_bytes=200 * 1024)
+    with small_filesystem(tmp_path / "disk", "1m") as disk:
+        fill(disk, leave_bytes=200 * 1024)
+        index = disk / "index"  # a new folder: the index folder must be ours or empty
         run = subprocess.run(
             [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(data)]
             + ["--index-folder", str(index)],

@@ -23,7 +23,7 @@ def test_a_word_in_most_chunks_is_left_out_and_the_order_is_kept(tmp_path: Path)
     texts[3] = "quarterly report on the walrus colony, walrus counts"
     texts[11] = "walrus sighting in the quarterly report"
     catalog = catalog_of(tmp_path, texts)
-    hits = keyword_hits(catalog, ["report", "walrus"], 10, (1.0, 1.0))
+    hits, _ = keyword_hits(catalog, ["report", "walrus"], 10, (1.0, 1.0))
     assert [cid for cid, _ in hits] == [4, 12]  # chunk ids start at 1
     full = catalog.keyword_search('"report" OR "walrus"', 10)
     assert [cid for cid, _ in full][:2] == [4, 12]  # the same order as scoring every row
@@ -32,7 +32,7 @@ def test_a_word_in_most_chunks_is_left_out_and_the_order_is_kept(tmp_path: Path)
 
 def test_a_query_of_common_words_only_still_finds_chunks(tmp_path: Path) -> None:
     catalog = catalog_of(tmp_path, [f"quarterly report number {i}" for i in range(30)])
-    hits = keyword_hits(catalog, ["quarterly", "report"], 5, (1.0, 1.0))
+    hits, _ = keyword_hits(catalog, ["quarterly", "report"], 5, (1.0, 1.0))
     assert len(hits) == 5 and all(score > 0 for _, score in hits)
 
 

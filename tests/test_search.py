@@ -9,7 +9,9 @@ import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.search import STOPWORDS, SearchParams, convex, fts_query, rrf
+from micro_rag_mcp.fusion import convex, rrf
+from micro_rag_mcp.keywords import MAX_SEARCHED_TERMS, searched_terms
+from micro_rag_mcp.search import STOPWORDS, SearchParams, fts_query, query_terms
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [
@@ -65,9 +67,14 @@ def test_search_drops_stop_words_by_default_and_still_answers_them(
     assert [h.chunk.path for h in kw.search("of the", 5, -1.0).hits] == ["a.txt"]
 
 
-def test_fts_query_caps_the_number_of_terms() -> None:
-    expr = fts_query(" ".join(f"w{i}" for i in range(500)))
-    assert expr is not None and expr.count(" OR ") == 63
+def test_a_long_query_keeps_its_words_and_searches_the_rarest(tmp_path: Path) -> None:
+    text = " ".join(f"w{i}" for i in range(500))
+    expr = fts_query(text)
+    assert expr is not None and expr.count(" OR ") == 499  # no word of a paragraph dropped
+    shares = {f"w{i}": (0.01 if i >= 400 else 0.2) for i in range(500)}
+    searched = searched_terms(query_terms(text), shares)
+    assert len(searched) == MAX_SEARCHED_TERMS
+    assert {f"w{i}" for i in range(400, 500)} <= set(searched)  # the rarest, not the first
 
 
 def test_rrf_rewards_agreement_between_channels() -> None:

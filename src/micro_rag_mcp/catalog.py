@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from micro_rag_mcp.cjk import bigrams, has_cjk
 from micro_rag_mcp.errors import IndexWriteError
@@ -654,11 +654,16 @@ class Catalog:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def term_shares(
-        self, terms: Sequence[str], windows: int = 4, width: int = 2500
+        self,
+        terms: Sequence[str],
+        windows: int = 4,
+        width: int = 2500,
+        table: Literal["chunks_fts", "chunks_cjk"] = "chunks_fts",
     ) -> dict[str, float]:
         """About what share of chunks contain each term, counted in ``windows`` runs of
         ``width`` chunk ids spread over the catalog (all of it when it is that small), so
-        the cost does not grow with the catalog."""
+        the cost does not grow with the catalog. ``table``: the words' index, or the CJK
+        bigrams' (a share of the chunks that hold CJK text)."""
         # Two subqueries: min and max together in one would scan the table.
         lo, hi = self._conn.execute(
             "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
@@ -675,7 +680,7 @@ class Catalog:
         rows = sum(  # FTS5's own table of row sizes: counting there reads no chunk text
             int(
                 self._conn.execute(
-                    "SELECT count(*) FROM chunks_fts_docsize WHERE id BETWEEN ? AND ?", r
+                    f"SELECT count(*) FROM {table}_docsize WHERE id BETWEEN ? AND ?", r
                 ).fetchone()[0]
             )
             for r in ranges
@@ -685,7 +690,7 @@ class Catalog:
             hits = sum(
                 int(
                     self._conn.execute(
-                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
+                        f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
                         " AND rowid BETWEEN ? AND ?",
                         (f'"{term}"', first, last),
                     ).fetchone()[0]
@@ -695,10 +700,18 @@ class Catalog:
             shares[term] = hits / rows if rows else 0.0
         return shares
 
+    def id_span(self) -> int:
+        """One more than the largest chunk id less the smallest: about how many chunks
+        there are (ids are given in order), read from the ends of the index alone."""
+        lo, hi = self._conn.execute(
+            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+        ).fetchone()
+        return 0 if hi is None else int(hi) - int(lo) + 1
+
     def cjk_search(
         self, match: str, limit: int, files: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
-        """Like ``keyword_search``, over the CJK bigrams (``cjk.cjk_query``)."""
+        """Like ``keyword_search``, over the CJK bigrams (``cjk.query_grams``)."""
         where, scope = _within(files)
         rows = self._conn.execute(
             "SELECT rowid, -bm25(chunks_cjk) AS score FROM chunks_cjk "

@@ -32,6 +32,7 @@ from micro_rag_mcp.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.reader_pool import ReaderPool
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.results import (
+    NO_GOOD_MATCH,
     Hit,
     IndexState,
     IndexSummary,
@@ -263,16 +264,19 @@ class Engine:
                 )
                 return SearchOutcome([], state, notices)
             within = self._scopes.resolve(catalog, scope) if scope is not None else None
+            weak = False
             if within is not None and within.empty:
                 notices.append(within.notice())
                 hits: list[Hit] = []
                 state = self._state(catalog)
             else:
-                hits, state = self._search_in(
+                hits, state, weak = self._search_in(
                     catalog, query, top_k, score_threshold, notices, within
                 )
         notices.extend(state_notices(state))
-        return SearchOutcome(hits, state, notices)
+        if weak and hits:
+            notices.append(NO_GOOD_MATCH)
+        return SearchOutcome(hits, state, notices, no_good_match=weak and bool(hits))
 
     def _search_in(
         self,
@@ -282,12 +286,12 @@ class Engine:
         score_threshold: float,
         notices: list[str],
         within: Resolved | None = None,
-    ) -> tuple[list[Hit], IndexState]:
+    ) -> tuple[list[Hit], IndexState, bool]:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
                 stats = self._stats.get(catalog)
-                hits = search_beside(
+                found = search_beside(
                     catalog,
                     query,
                     lambda: pending.result()[1],
@@ -302,8 +306,8 @@ class Engine:
                 wait([pending])
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
-            hits = with_context(catalog, self._mark_stale(hits, notices))
-            return hits, self._state(catalog, stats)
+            hits = with_context(catalog, self._mark_stale(found.hits, notices))
+            return hits, self._state(catalog, stats), found.no_good_match
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 

@@ -40,6 +40,7 @@ from micro_rag_mcp.model import ModelHandle
 from micro_rag_mcp.pace import ProgressLog
 from micro_rag_mcp.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.results import (
+    NO_GOOD_MATCH,
     IndexState,
     IndexSummary,
     ModelState,
@@ -235,7 +236,7 @@ class MilvusEngine:
                 notices.append("nothing is indexed yet in the store")
                 return SearchOutcome([], self._state(), notices)
             self._check_searchable(embedder)
-            hits = store_search(
+            found = store_search(
                 self.index,
                 self.keyword_stats,
                 query,
@@ -249,7 +250,10 @@ class MilvusEngine:
             notices.append(f"{e}; no results until it answers again")
             return SearchOutcome([], self._state_unknown(), notices)
         notices.extend(state_notices(state))
-        return SearchOutcome(hits, state, notices)
+        weak = found.no_good_match and bool(found.hits)
+        if weak:
+            notices.append(NO_GOOD_MATCH)
+        return SearchOutcome(found.hits, state, notices, no_good_match=weak)
 
     def _check_searchable(self, embedder: Embedder | None) -> None:
         """Refuse, once, a store whose keywords (or vectors) this process would misread."""

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from micro_rag_mcp.keywords import COMMON_SHARE
+from micro_rag_mcp.keywords import searched_terms
 from micro_rag_mcp.milvus_rows import BUCKETS, ChunkHit
 from micro_rag_mcp.milvus_store import MilvusIndex
 from micro_rag_mcp.stemming import stem_words, words
@@ -113,15 +113,26 @@ def keyword_hits(
 ) -> list[ChunkHit]:
     """The best ``limit`` chunks for the query's words ``terms`` and CJK bigram words
     ``grams``, best first, with FTS5's BM25 score."""
+    return keyword_evidence(index, stats, terms, grams, limit)[0]
+
+
+def keyword_evidence(
+    index: MilvusIndex,
+    stats: KeywordStats,
+    terms: Sequence[str],
+    grams: Sequence[str],
+    limit: int,
+) -> tuple[list[ChunkHit], float]:
+    """``keyword_hits``, and the summed idf of the words searched (``keywords.idf_sum``)."""
     # Each term is an FTS5 phrase: two words of one stem count twice, as they do there.
     phrases = [w for t in terms for w in stem_words(words(t))] + list(grams)
     chunks = index.count_chunks() if phrases else 0
     if chunks == 0:
-        return []
+        return [], 0.0
     sample = stats.sample(index, chunks)
     having = {p: sample.share(p) * chunks for p in phrases}
-    distinctive = [p for p in phrases if having[p] <= COMMON_SHARE * chunks]
-    asked = distinctive or phrases
+    kept = set(searched_terms(list(dict.fromkeys(phrases)), {p: sample.share(p) for p in phrases}))
+    asked = [p for p in phrases if p in kept]
     found = index.keyword(list(dict.fromkeys(asked)), POOL * limit)
     if not sample.whole:
         in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))
@@ -129,7 +140,8 @@ def keyword_hits(
     idf = {p: fts5_idf(chunks, having[p]) for p in asked}
     scored = [(h, bm25(asked, idf, kept, sample.mean)) for h, kept in found]
     scored.sort(key=lambda s: (-s[1], s[0].id))
-    return [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]
+    hits = [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]
+    return hits, sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
 
 
 def fts5_idf(chunks: int, having: float) -> float:

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import StoredChunk
 from micro_rag_mcp.cjk import query_gram_tokens
-from micro_rag_mcp.milvus_keywords import KeywordStats
-from micro_rag_mcp.milvus_keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.milvus_keywords import KeywordStats, keyword_evidence
 from micro_rag_mcp.milvus_rows import ChunkHit, stored_chunk
 from micro_rag_mcp.milvus_store import MilvusIndex
-from micro_rag_mcp.results import Hit
+from micro_rag_mcp.results import Found
 from micro_rag_mcp.search import Candidates, SearchParams, best_hits, fuse, query_terms
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def store_search(
     top_k: int,
     score_threshold: float,
     params: SearchParams,
-) -> list[Hit]:
+) -> Found:
     """The best ``top_k`` chunks for the query, as ``search.hybrid_search`` ranks them."""
     use_vectors = query_vector is not None and "vector" in params.channels
     dense: list[ChunkHit] = []
@@ -47,7 +46,7 @@ def store_search(
     terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
     # CJK runs are found by their bigrams, searched with the words (see cjk.py).
     grams = query_gram_tokens(query) if "keyword" in params.channels else []
-    keyword = keyword_channel(index, stats, terms, grams, params.depth)
+    keyword, keyword_idf = keyword_evidence(index, stats, terms, grams, params.depth)
     files = index.file_rows({h.path for h in [*dense, *keyword]})
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
@@ -76,6 +75,7 @@ def store_search(
             head_cosine=head_cosine,
             vector_ran=use_vectors,
             keyword_ran=bool(terms or grams),
+            keyword_idf=keyword_idf,
         ),
         params,
     )
@@ -87,7 +87,7 @@ def store_search(
             if current.get(r["path"]) == int(r["version"])
         }
 
-    return best_hits(fetch, ranking, top_k, score_threshold)
+    return Found(best_hits(fetch, ranking, top_k, score_threshold), ranking.no_good_match)
 
 
 def _current(hits: Sequence[ChunkHit], current: Mapping[str, int]) -> list[tuple[int, float]]:

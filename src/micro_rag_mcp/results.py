@@ -82,10 +82,25 @@ class ReindexReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Found:
+    """A store's answer to one query: the hits, and whether any of them is a good match."""
+
+    hits: list[Hit]
+    no_good_match: bool = False  # see ``fusion.no_good_match``
+
+
+NO_GOOD_MATCH = (
+    "no good match: no passage holds the query's rare words and none is close in meaning; "
+    "the folder may not hold what was asked (the results are only the nearest there are)"
+)
+
+
+@dataclass(frozen=True, slots=True)
 class SearchOutcome:
     hits: list[Hit]
     state: IndexState
     notices: list[str] = field(default_factory=list)
+    no_good_match: bool = False  # see ``fusion.no_good_match``
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,18 +1,10 @@
 """Hybrid retrieval: FAISS and FTS5 candidates, fused on their scores.
 
-Each channel proposes its best ``depth`` chunks. The fused relevance of a candidate is a
-convex combination of its two normalized scores:
-
-* vector: the chunk's cosine to the query plus ``head_weight`` times the cosine of the
-  first chunk of its file (the file's opening names what the whole file is about: a
-  title, a cover page, an abstract), shifted by 1 and divided by the best candidate's,
-  so it lies in (0, 1];
-* keyword: the chunk's BM25 score divided by the best keyword match's, in (0, 1].
-
-Scores, not ranks, are fused: a rare exact term that the keyword channel finds far ahead
-of everything else keeps that lead, where reciprocal rank fusion would flatten it to
-"rank 1" and let merely similar chunks overtake it. A channel that finds nothing adds
-nothing to anyone. Reciprocal rank fusion is kept as ``fusion="rrf"`` for comparison.
+Each channel proposes its best ``depth`` chunks; ``fusion.fuse`` ranks them (how, and
+why, is told there). Scores, not ranks, are fused: a rare exact term that the keyword
+channel finds far ahead of everything else keeps that lead, where reciprocal rank fusion
+would flatten it to "rank 1" and let merely similar chunks overtake it. A channel that
+finds nothing adds nothing to anyone.
 
 ``score`` is always the cosine similarity of the chunk to the query, whichever channel
 found it, so ``score_threshold`` means one thing. The threshold cuts only passages the
@@ -30,10 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.catalog import Catalog, StoredChunk
-from micro_rag_mcp.cjk import cjk_query
+from micro_rag_mcp.cjk import query_grams
+from micro_rag_mcp.fusion import Candidates, Ranking, SearchParams, fuse
+from micro_rag_mcp.keywords import STOPWORDS, idf_sum, or_query, searched_terms
 from micro_rag_mcp.keywords import keyword_hits as keyword_channel
-from micro_rag_mcp.keywords import or_query
-from micro_rag_mcp.results import Hit
+from micro_rag_mcp.results import Found, Hit
 from micro_rag_mcp.scope import Resolved
 from micro_rag_mcp.vectors import VectorStore
 
@@ -41,39 +34,12 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-MAX_QUERY_TERMS = 64
+# Distinct words a query is read for: a bound against hostile input only (a paragraph has
+# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
+MAX_QUERY_TERMS = 1024
 _TERM = re.compile(r"\w+", re.UNICODE)
-
-# Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
-_LUCENE_STOP = (
-    "a an and are as at be but by for if in into is it no not of on or such that the "
-    "their then there these they this to was will with"
-)
-STOPWORDS: frozenset[str] = frozenset(_LUCENE_STOP.split())
-
-
-@dataclass(frozen=True, slots=True)
-class SearchParams:
-    """The knobs of the fusion, with the defaults the benchmarks chose.
-
-    Chosen on every dev set at once (SciFact train, Cranfield, sec10q_dev and the
-    generated identifier set) with 1000/200 chunks; see docs/benchmarks.md for every
-    lever tried and its effect.
-    """
-
-    depth: int = 200  # candidates taken from each channel
-    fusion: str = "convex"  # "convex" (scores) or "rrf" (ranks)
-    vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
-    head_weight: float = 0.5  # convex: weight of the file's first chunk in the vector score
-    rrf_k: float = 20.0  # rrf only
-    vector_weight: float = 1.0  # rrf only
-    keyword_weight: float = 1.25  # rrf only
-    title_weight: float = 1.0  # BM25 weight of the title column against the text column
-    channels: tuple[str, ...] = ("vector", "keyword")
-    # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
-    # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
-    drop_stopwords: bool = True
-    stopwords: frozenset[str] = STOPWORDS
+DEFAULT_PARAMS = SearchParams()
+__all__ = ["STOPWORDS", "Candidates", "Ranking", "SearchParams", "fuse", "hybrid_search"]
 
 
 def fts_query(
@@ -112,41 +78,6 @@ def query_terms(
     return list(seen or stopped)
 
 
-def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
-    """Reciprocal rank fusion: sum over channels of weight / (k + rank), ranks from 1."""
-    fused: dict[int, float] = {}
-    for ids, weight in rankings:
-        for rank, cid in enumerate(ids, 1):
-            fused[cid] = fused.get(cid, 0.0) + weight / (k + rank)
-    return fused
-
-
-def convex(
-    vector: Mapping[int, float],
-    keyword: Mapping[int, float],
-    *,
-    vector_share: float,
-    channels: int = 2,
-) -> dict[int, float]:
-    """Fused relevance in [0, 1] of every candidate of either channel.
-
-    ``vector`` maps a candidate to its vector score (a cosine, at least -1, possibly with
-    a bonus), ``keyword`` to its BM25 score (positive). Each is normalized by the best of
-    its channel; a candidate absent from a channel gets 0 there. With ``channels == 1``
-    only one channel ran and it gets the whole weight.
-    """
-    v_share = vector_share if channels == 2 else (1.0 if vector else 0.0)
-    k_share = 1.0 - v_share
-    v_best = max(vector.values(), default=0.0) + 1.0
-    k_best = max(keyword.values(), default=0.0)
-    fused: dict[int, float] = {}
-    for cid in vector.keys() | keyword.keys():
-        v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
-        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
-        fused[cid] = v_share * v + k_share * k
-    return fused
-
-
 @dataclass(frozen=True, slots=True)
 class VectorSide:
     """The vector channel's part of one search: the store, the query's vector, its hits
@@ -162,16 +93,14 @@ class VectorSide:
         one is given: a text shared by a file outside it is not its), up to ``limit``."""
         chunks = catalog.chunks_of_keys([key for key, _ in self.hits])
         found = [(cid, cos) for key, cos in self.hits for cid in chunks.get(key, ())]
-        if self.within is not None and self.within.size == 0:
-            return []
         if self.within is not None:
+            if self.within.size == 0:
+                return []
             import numpy as np
 
             ids = np.asarray([cid for cid, _ in found], dtype=np.int64)
-            at = np.searchsorted(self.within, ids)
-            inside = (at < self.within.size) & (
-                self.within[np.minimum(at, self.within.size - 1)] == ids
-            )
+            at = np.minimum(np.searchsorted(self.within, ids), self.within.size - 1)
+            inside = self.within[at] == ids
             found = [hit for hit, keep in zip(found, inside.tolist(), strict=True) if keep]
         return found[:limit]
 
@@ -190,9 +119,9 @@ def hybrid_search(
     *,
     top_k: int,
     score_threshold: float,
-    params: SearchParams = SearchParams(),
+    params: SearchParams = DEFAULT_PARAMS,
     within: Resolved | None = None,
-) -> list[Hit]:
+) -> Found:
     """The best ``top_k`` chunks for the query, from every channel that is available
     (from the files of ``within`` only, if given).
 
@@ -201,8 +130,10 @@ def hybrid_search(
     """
     side = None
     if query_vector is not None and vectors is not None and "vector" in params.channels:
-        ids = within.chunk_ids if within is not None else None
-        side = VectorSide(vectors, query_vector, vectors.search(query_vector, params.depth, ids))
+        keys = within.keys if within is not None else None
+        hits = vectors.search(query_vector, params.depth, keys)
+        chunks = within.chunk_ids if within is not None else None
+        side = VectorSide(vectors, query_vector, hits, chunks)
     return search_beside(
         catalog,
         query,
@@ -221,9 +152,9 @@ def search_beside(
     *,
     top_k: int,
     score_threshold: float,
-    params: SearchParams = SearchParams(),
+    params: SearchParams = DEFAULT_PARAMS,
     files: Sequence[int] | None = None,
-) -> list[Hit]:
+) -> Found:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
@@ -232,7 +163,7 @@ def search_beside(
     is expected to keep to the same scope.
     """
     with catalog.snapshot():
-        keyword_hits, keyword_ran = keyword_candidates(catalog, query, params, files)
+        keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
         side = vector_side() if "vector" in params.channels else None
         vector_hits = side.chunk_hits(catalog, params.depth) if side is not None else []
         cosine = dict(vector_hits)
@@ -243,7 +174,8 @@ def search_beside(
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
             cosine.update(side.similarity(catalog, unscored))
             if params.fusion != "rrf" and params.head_weight != 0:
-                heads = catalog.head_ids(list(cosine))
+                # Every candidate's: a passage without a vector is judged by its file's.
+                heads = catalog.head_ids(list(cosine.keys() | {cid for cid, _ in keyword_hits}))
                 missing = [h for h in set(heads.values()) if h not in cosine]
                 head_cosine = side.similarity(catalog, missing)
         ranking = fuse(
@@ -255,10 +187,12 @@ def search_beside(
                 head_cosine=head_cosine,
                 vector_ran=side is not None,
                 keyword_ran=keyword_ran,
+                keyword_idf=keyword_idf,
             ),
             params,
         )
-        return best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        hits = best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        return Found(hits, ranking.no_good_match)
 
 
 def keyword_candidates(
@@ -267,18 +201,30 @@ def keyword_candidates(
     """The keyword channel's best ``depth`` chunks with their BM25 scores (of ``files``
     only, if given), and whether it ran at all (the query has a word, or a CJK run, and
     the channel is on)."""
+    hits, ran, _ = keyword_evidence(catalog, query, params, files)
+    return hits, ran
+
+
+def keyword_evidence(
+    catalog: Catalog, query: str, params: SearchParams, files: Sequence[int] | None = None
+) -> tuple[list[tuple[int, float]], bool, float]:
+    """``keyword_candidates``, and the summed idf of the words and bigrams searched."""
     if "keyword" not in params.channels:
-        return [], False
+        return [], False, 0.0
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords)
     hits: list[tuple[int, float]] = []
+    weight = 0.0
     if terms:
         weights = (params.title_weight, 1.0)
-        hits = keyword_channel(catalog, terms, params.depth, weights, files)
-    cjk = cjk_query(query)
-    if cjk is not None:  # CJK runs are found by their bigrams (see cjk.py)
-        hits = _merged(hits, catalog.cjk_search(cjk, params.depth, files))
-    return hits, bool(terms) or cjk is not None
+        hits, weight = keyword_channel(catalog, terms, params.depth, weights, files)
+    grams = query_grams(query)
+    if grams:  # CJK runs are found by their bigrams (see cjk.py)
+        shares = catalog.term_shares(grams, table="chunks_cjk")
+        searched = searched_terms(grams, shares)
+        weight += idf_sum(searched, shares, catalog.id_span())
+        hits = _merged(hits, catalog.cjk_search(or_query(searched), params.depth, files))
+    return hits, bool(terms) or bool(grams), weight
 
 
 def _merged(
@@ -289,77 +235,6 @@ def _merged(
     for cid, score in second:
         scores[cid] = scores.get(cid, 0.0) + score
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """What the two channels proposed for one query, as any store gathers it.
-
-    ``vector`` and ``keyword`` are the channels' hits best first (cosine; BM25 score,
-    positive); ``cosine`` holds every candidate that has a vector, ``heads`` maps a
-    candidate to the first chunk of its file, and ``head_cosine`` the cosines of heads
-    that are not candidates themselves.
-    """
-
-    vector: Sequence[tuple[int, float]]
-    keyword: Sequence[tuple[int, float]]
-    cosine: Mapping[int, float]
-    heads: Mapping[int, int]
-    head_cosine: Mapping[int, float]
-    vector_ran: bool
-    keyword_ran: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Ranking:
-    """Candidates in fused order, with what a hit reports of each."""
-
-    ranked: list[int]
-    fused: dict[int, float]
-    cosine: Mapping[int, float]
-    found_by: dict[int, tuple[str, ...]]
-
-
-def fuse(c: Candidates, params: SearchParams) -> Ranking:
-    """The fusion every store uses: the same code, so scores mean the same on each."""
-    found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in c.vector}
-    for cid, _ in c.keyword:
-        found_by[cid] = (*found_by.get(cid, ()), "keyword")
-    if params.fusion == "rrf":
-        fused = rrf(
-            [
-                ([cid for cid, _ in c.vector], params.vector_weight),
-                ([cid for cid, _ in c.keyword], params.keyword_weight),
-            ],
-            params.rrf_k,
-        )
-    else:
-        vector_scores = (
-            with_heads(c.cosine, c.heads, c.head_cosine, params.head_weight) if c.vector_ran else {}
-        )
-        fused = convex(
-            vector_scores,
-            dict(c.keyword),
-            vector_share=params.vector_share,
-            channels=int(c.vector_ran) + int(c.keyword_ran),
-        )
-    ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
-    return Ranking(ranked, fused, c.cosine, found_by)
-
-
-def with_heads(
-    cosine: Mapping[int, float],
-    heads: Mapping[int, int],
-    head_cosine: Mapping[int, float],
-    head_weight: float,
-) -> dict[int, float]:
-    """Each candidate's cosine plus ``head_weight`` times its file's first chunk's cosine."""
-    if head_weight == 0:
-        return dict(cosine)
-    known = {**head_cosine, **cosine}
-    return {
-        cid: cos + head_weight * known.get(heads.get(cid, cid), cos) for cid, cos in cosine.items()
-    }
 
 
 def best_hits(

@@ -53,8 +53,9 @@ class SearchHit(BaseModel):
     matched_by: list[str] = Field(description="Channels that found it: 'vector', 'keyword'.")
     rank: int = Field(description="1-based position in this result list.")
     relevance: float = Field(
-        description="The ranking key: the fused relevance of both channels (0-1); results "
-        "are ordered by it, so score (the cosine alone) need not decrease."
+        description="The ranking key: the fused relevance of both channels (0-1), relative "
+        "to this query's best candidates (see no_good_match for an absolute signal); "
+        "results are ordered by it, so score (the cosine alone) need not decrease."
     )
     section: str | None = Field(
         None,
@@ -104,6 +105,12 @@ class IndexStatus(BaseModel):
 
 class SearchResult(BaseModel):
     results: list[SearchHit]
+    no_good_match: bool = Field(
+        False,
+        description="True when no result holds the query's rare words and none is close in "
+        "meaning (an absolute test, where relevance is relative to the best result): the "
+        "folder probably does not hold what was asked.",
+    )
     index: IndexStatus = Field(description="State of the index when the search ran.")
     notices: list[str] = Field(
         description="Why results may be incomplete (still indexing, model loading, ...)."
@@ -204,6 +211,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
 def search_result(outcome: SearchOutcome) -> SearchResult:
     return SearchResult(
         results=[_hit(h, rank) for rank, h in enumerate(outcome.hits, 1)],
+        no_good_match=outcome.no_good_match,
         index=_status(outcome.state),
         notices=outcome.notices,
     )

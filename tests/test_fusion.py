@@ -1,0 +1,175 @@
+"""The fusion: how the channels' candidates become one ranking, with vectors partial or whole."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.fusion import Candidates, SearchParams, fuse
+from micro_rag_mcp.results import Hit
+from micro_rag_mcp.search import hybrid_search
+from micro_rag_mcp.vectors import VectorStore
+from tests.fakes import FakeEmbedder
+
+
+def candidates(
+    vector: Sequence[tuple[int, float]],
+    keyword: Sequence[tuple[int, float]],
+    *,
+    cosine: dict[int, float] | None = None,
+    heads: dict[int, int] | None = None,
+    head_cosine: dict[int, float] | None = None,
+) -> Candidates:
+    return Candidates(
+        vector=vector,
+        keyword=keyword,
+        cosine=dict(vector) if cosine is None else cosine,
+        heads=heads or {},
+        head_cosine=head_cosine or {},
+        vector_ran=True,
+        keyword_ran=True,
+    )
+
+
+@pytest.fixture
+def indexed(engine: Engine, data: Path) -> Iterator[tuple[Engine, Catalog, VectorStore]]:
+    """40 look-alike incident notes, each with its own error code and function name."""
+    for i in range(40):
+        (data / f"incident_{i:02d}.txt").write_text(
+            f"Incident notes. The payment service logged error ERR-{1000 + i} after a deploy; "
+            f"ticket INC{5550000 + i} was opened and the function parse_config_v{i} was fixed."
+        )
+    (data / "stanley-cups.txt").write_text("Maple Leafs, 1967. Canadiens, 1968.")
+    engine.reindex()
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    store = VectorStore.load(data / "index" / "faiss.index", 64)
+    yield engine, catalog, store
+    catalog.close()
+
+
+def search_with_vectors(
+    catalog: Catalog, store: VectorStore, query: str, keep: set[int], **params: object
+) -> list[Hit]:
+    """The hybrid search over an index in which only the ``keep`` chunks have a vector."""
+    partial = VectorStore.load(store.path, store.dimension)
+    partial.remove([int(i) for i in store.ids() if int(i) not in keep])
+    return hybrid_search(
+        catalog,
+        partial,
+        query,
+        FakeEmbedder().embed_query(query),
+        top_k=5,
+        score_threshold=0.2,
+        params=SearchParams(**params),  # type: ignore[arg-type]
+    ).hits
+
+
+def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:
+    """Every chunk's file (the saved store holds a vector of each)."""
+    return {cid: chunk.path for cid, chunk in catalog.fetch(store.ids().tolist()).items()}
+
+
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 0.9, 1.0])
+@pytest.mark.parametrize("fusion", ["convex", "adaptive"])
+def test_an_identifier_ranks_its_file_first_at_every_share_of_vectors(
+    indexed: tuple[Engine, Catalog, VectorStore], share: float, fusion: str
+) -> None:
+    _, catalog, store = indexed
+    paths = path_of_ids(catalog, store)
+    rnd = random.Random(3)
+    keep = {cid for cid in paths if rnd.random() < share}
+    for query in ("ERR-1017", "What does error ERR-1017 mean?", "parse_config_v17"):
+        hits = search_with_vectors(catalog, store, query, keep, fusion=fusion)
+        assert hits and hits[0].chunk.path == "incident_17.txt", (query, share)
+
+
+def test_a_keyword_match_without_a_vector_is_not_buried_under_similar_passages(
+    indexed: tuple[Engine, Catalog, VectorStore],
+) -> None:
+    _, catalog, store = indexed
+    paths = path_of_ids(catalog, store)
+    keep = {cid for cid, path in paths.items() if path != "stanley-cups.txt"}
+    hits = search_with_vectors(catalog, store, "Maple Leafs payment service deploy", keep)
+    assert hits[0].chunk.path == "stanley-cups.txt"
+    assert hits[0].score is None  # no vector: no cosine is made up for it
+    assert hits[0].channels == ("keyword",)
+    assert all(h.score is not None and "vector" in h.channels for h in hits[1:])
+
+
+def test_a_passage_without_a_vector_is_judged_by_its_files_opening() -> None:
+    # 3 and 4 match the words about equally and have no vector; 3's file opens on the topic
+    # (its first chunk, 30, is close to the query), 4's file on something else.
+    c = candidates(
+        [(1, 0.5), (2, 0.45)],
+        [(4, 5.2), (3, 5.0), (1, 1.0)],
+        heads={3: 30, 4: 40},
+        head_cosine={30: 0.6, 40: -0.2},
+    )
+    for fusion in ("convex", "adaptive"):
+        ranking = fuse(c, SearchParams(fusion=fusion))
+        assert ranking.ranked.index(3) < ranking.ranked.index(4)
+        assert 3 not in ranking.cosine and 4 not in ranking.cosine
+        assert ranking.found_by[3] == ("keyword",)
+
+
+def test_a_missing_vector_counts_as_a_typical_one_not_as_the_worst() -> None:
+    # Passage 9 has no vector and no known file opening: it is placed like the keyword
+    # candidates that have one, not below every passage found by meaning alone.
+    c = candidates([(1, 0.50), (2, 0.48), (3, 0.47), (5, 0.30)], [(9, 8.0), (5, 7.0)])
+    zero = fuse(c, SearchParams(fusion="convex", head_weight=0.0)).fused
+    assert zero[9] == pytest.approx(0.7 * (0.30 + 1) / (0.50 + 1) + 0.3)  # 5's vector score
+    assert zero[9] > zero[1]
+
+
+def test_a_rare_exact_token_wins_whatever_its_cosine() -> None:
+    # 9 alone holds the token (the keyword channel's only match) and is the least similar.
+    vector = [(1, 0.62), (2, 0.60), (3, 0.58), (9, 0.10)]
+    ranking = fuse(candidates(vector, [(9, 11.0)]), SearchParams())
+    assert ranking.ranked[0] == 9
+
+
+def test_a_flat_keyword_channel_does_not_pull_a_strong_vector_match_down() -> None:
+    # 1 is by far the closest in meaning; twenty other passages share a common word
+    # about equally (a flat keyword channel) and are not what the vector channel ranks.
+    vector = [(1, 0.80), *((i, 0.30) for i in range(2, 8)), *((i, 0.28) for i in range(10, 30))]
+    keyword = [(i, 5.0 - 0.01 * i) for i in range(10, 30)]
+    c = candidates(vector, keyword)
+    assert fuse(c, SearchParams()).ranked[0] == 1
+    assert fuse(c, SearchParams(fusion="convex")).ranked[0] != 1  # what the fixed share did
+
+
+def test_a_keyword_channel_that_agrees_with_the_vector_channel_keeps_its_share() -> None:
+    # Both channels rank the same five files best; the keyword channel is sure of 2.
+    vector = [(1, 0.70), (2, 0.66), (3, 0.65), (4, 0.64), (5, 0.63), (6, 0.2)]
+    keyword = [(2, 9.0), (1, 8.0), (3, 7.9), (4, 7.8), (5, 7.7)]
+    assert fuse(candidates(vector, keyword), SearchParams()).ranked[0] == 2
+
+
+def test_without_vectors_for_its_matches_the_keyword_channel_takes_the_ranking() -> None:
+    # A first index with few vectors yet: none of the keyword matches has one.
+    vector = [(1, 0.7), (2, 0.69), (3, 0.68)]
+    keyword = [(10, 4.0), (11, 3.9), (12, 3.8)]
+    fused = fuse(candidates(vector, keyword), SearchParams()).fused
+    assert min(fused[i] for i in (10, 11, 12)) > max(fused[i] for i in (1, 2, 3))
+
+
+def test_no_good_match_only_when_neither_words_nor_meaning_match(
+    engine: Engine, data: Path
+) -> None:
+    for i in range(20):
+        (data / f"note_{i:02d}.txt").write_text(
+            f"Deploy notes. The payment service logged error ERR-{1000 + i} after a deploy."
+        )
+    engine.reindex()
+    foreign = engine.search("ornithology migratory warbler plumage", 5, 0.0)
+    assert foreign.hits and foreign.no_good_match
+    assert any(n.startswith("no good match") for n in foreign.notices)
+    for query in ("ERR-1007", "payment service deploy error"):
+        found = engine.search(query, 5, 0.0)
+        assert found.hits and not found.no_good_match, query
+        assert not any(n.startswith("no good match") for n in found.notices)

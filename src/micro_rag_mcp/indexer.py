@@ -9,6 +9,7 @@ text no chunk holds any more. All are restartable at any instant.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -97,9 +98,9 @@ def scan_rules(settings: Settings) -> ScanRules:
 @dataclass(frozen=True, slots=True)
 class Follow:
     """How a pass takes the changes a watcher notes while it runs (``Catalog.add_pending``):
-    between two files of its own, and, once its own are read (``listed`` is then set),
-    every ``FOLLOW_S`` until ``halt`` is set. Their files go first, and so do their chunks
-    (``SyncCounts.urgent``), so a change never waits for a long pass to end."""
+    a thread of the pass looks for them every ``FOLLOW_S`` (``_NotedChanges``) until
+    ``halt`` is set; ``listed`` is set once the pass's own files are read. Their chunks
+    are embedded first (``SyncCounts.urgent``), so a change never waits for a long pass."""
 
     listed: threading.Event = field(default_factory=threading.Event)
     halt: threading.Event = field(default_factory=threading.Event)
@@ -139,28 +140,95 @@ def sync_files(
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)
 
-        def noted() -> set[str]:
-            paths = catalog.take_pending() if follow is not None else []
-            if not paths:
-                return set()
-            return _sync_noted(catalog, settings, read, paths, known, counts, failed)
-
-        handled = moved
-        for done, f in enumerate(found, len(gone) + 1):
-            handled |= noted()
-            if f.rel in handled:
-                continue  # a watcher's change, done already
-            stamp = known.get(f.rel)
-            was_read = _sync_one(catalog, settings, read, f, stamp, force, counts, failed)
-            if progress and (was_read or done % QUIET_STEP == 0 or done == total):
-                progress(Progress("reading", done, total, f.rel))
+        noted = _NotedChanges(catalog, settings, known, failed, counts, follow)
         if follow is not None:
-            follow.listed.set()
-            while True:
-                noted()
-                if follow.halt.wait(FOLLOW_S):
-                    break
+            noted.start()
+        try:
+            for done, f in enumerate(found, len(gone) + 1):
+                if f.rel in moved or f.rel in noted.handled:
+                    continue  # moved, or a watcher's change done already
+                stamp = known.get(f.rel)
+                was_read = _sync_one(catalog, settings, read, f, stamp, force, counts, failed)
+                if progress and (was_read or done % QUIET_STEP == 0 or done == total):
+                    progress(Progress("reading", done, total, f.rel))
+                if noted.error is not None:
+                    raise noted.error
+            if follow is not None:
+                follow.listed.set()
+                follow.halt.wait()
+        finally:
+            if follow is not None:
+                follow.halt.set()
+                noted.join()
+        noted.merge_into(counts)
     return counts
+
+
+class _NotedChanges(threading.Thread):
+    """The changes noted for a pass (``Follow``), taken every ``FOLLOW_S`` by a thread and
+    a reader process of their own: a change never waits for the file the pass is reading
+    (a long PDF can take a minute). Both write the catalog, each file in one transaction;
+    a file both read is settled by the next look at it (its recorded stamp is the older)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        settings: Settings,
+        known: dict[str, tuple[int, int]],
+        failed: Collection[str],
+        counts: SyncCounts,
+        follow: Follow | None,
+    ) -> None:
+        super().__init__(name="micro-rag-noted", daemon=True)
+        self._catalog = catalog
+        self._settings = settings
+        self._known = known
+        self._failed = failed
+        self._follow = follow
+        self.counts = SyncCounts(urgent=counts.urgent)  # the pass's thread embeds these first
+        self.handled: set[str] = set()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        assert self._follow is not None
+        try:
+            with contextlib.ExitStack() as held:
+                catalog = held.enter_context(contextlib.closing(self._catalog.another()))
+                reader: IsolatedReader | None = None
+                while True:
+                    paths = catalog.take_pending()
+                    if paths:
+                        if reader is None:  # started at the first change: most passes see none
+                            s = self._settings
+                            reader = held.enter_context(
+                                IsolatedReader(s.data_folder, s.read_timeout_s)
+                            )
+                        self.handled |= self._sync(catalog, reader, paths)
+                    if self._follow.halt.wait(FOLLOW_S):
+                        break
+        except BaseException as e:  # handed to the reading thread, which raises it
+            self.error = e
+
+    def _sync(self, catalog: Catalog, reader: IsolatedReader, paths: list[str]) -> set[str]:
+        limit = self._settings.max_file_bytes
+        return _sync_noted(
+            catalog,
+            self._settings,
+            lambda path: reader.read(path, max_bytes=limit),
+            paths,
+            self._known,
+            self.counts,
+            self._failed,
+        )
+
+    def merge_into(self, counts: SyncCounts) -> None:
+        if self.error is not None:
+            raise self.error
+        counts.added += self.counts.added
+        counts.updated += self.counts.updated
+        counts.removed += self.counts.removed
+        counts.unchanged += self.counts.unchanged
+        counts.failed.extend(self.counts.failed)
 
 
 def _sync_noted(

@@ -55,15 +55,9 @@ def complete(index: dict[str, Any]) -> bool:
     return idle(index) and index["chunks_with_vectors"] == index["chunks_total"] > 0
 
 
-async def wait_idle(client: Client, timeout: float = DEADLINE_S) -> dict[str, Any]:
+async def wait_idle(client: Client) -> dict[str, Any]:
     """Search until no pass runs and the model is ready; the index block then."""
-    deadline = time.monotonic() + timeout
-    while True:
-        index = await index_state(client)
-        if idle(index):
-            return index
-        assert time.monotonic() < deadline, f"index never became idle: {index}"
-        await anyio.sleep(0.05)
+    return await wait_for_index(client, idle, "the index became idle")
 
 
 def run_client(fn: Callable[[Client], Awaitable[Any]], data: Path, **settings: Any) -> Any:

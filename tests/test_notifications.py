@@ -70,7 +70,7 @@ def test_subscribers_hear_of_an_edit_a_delete_and_a_rename_with_watching_on(
 
     async def main() -> list[tuple[Any, str]]:
         async with Client(stdio_params(data)) as client:
-            await wait_idle(client, DEADLINE_S)
+            await wait_idle(client)
             subscribed = [uris["edited.md"], uris["deleted.md"], uris["renamed.md"]]
             async with client.listen(
                 resource_subscriptions=subscribed, resources_list_changed=True
@@ -102,7 +102,7 @@ def test_with_no_watch_only_a_reindex_brings_notifications(tmp_path: Path) -> No
 
     async def main() -> tuple[dict[str, str], list[str]]:
         async with Client(stdio_params(data, "--no-watch")) as client:
-            await wait_idle(client, DEADLINE_S)
+            await wait_idle(client)
             async with client.listen(resource_subscriptions=[uris["edited.md"]]) as events:
                 (data / "edited.md").write_text("# Edited\n\nThe second version of this note.\n")
                 out = await client.call_tool("search", {"query": "edited note"})

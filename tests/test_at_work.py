@@ -9,10 +9,11 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from micro_rag_mcp.catalog import Catalog
 from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import IndexWriteError
+from micro_rag_mcp.errors import DataFolderGone, IndexWriteError
 from micro_rag_mcp.results import ReindexReport
 from micro_rag_mcp.vectors import VectorStore
 from tests.conftest import eventually, make_settings
@@ -328,4 +329,40 @@ def test_a_scope_keeps_out_a_file_that_shares_its_text_with_one_inside(data: Pat
     hits = eng.search("osprey nest tower", top_k=5, score_threshold=-1, scope=scope).hits
     assert {h.chunk.path for h in hits} == {"b/same.txt", "b/other.txt"}
     assert hits[0].chunk.path == "b/same.txt" and hits[0].score is not None
+    eng.stop()
+
+
+def test_a_vanished_data_folder_is_said_plainly_and_comes_back_in_a_clear_state(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "docs"
+    write(data / "a.txt", "The kingfisher survey of the river.")
+    eng = Engine(make_settings(data, index_folder=tmp_path / "idx"), FakeEmbedder)
+    eng.load_model()
+    eng.reindex()
+    shutil.rmtree(data)
+    outcome = eng.search("kingfisher survey", score_threshold=0)
+    assert [h.chunk.path for h in outcome.hits] == ["a.txt"] and outcome.hits[0].stale
+    gone = [n for n in outcome.notices if "is gone" in n]
+    assert gone and "nothing is reindexed until the folder is back" in gone[0]
+    assert not any("being reindexed" in n for n in outcome.notices)
+    with pytest.raises(DataFolderGone, match="is gone"):
+        eng.reindex()
+    assert not data.exists()
+    write(data / "b.txt", "The folder is back with the heron survey.")
+    report = eng.reindex()
+    assert (report.files_added, report.files_removed) == (1, 1)
+    eng.stop()
+
+
+def test_no_index_is_made_anew_inside_a_data_folder_that_is_gone(tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    write(data / "a.txt", "The kingfisher survey of the river.")
+    eng = Engine(make_settings(data), FakeEmbedder)  # the index inside the data folder
+    eng.load_model()
+    eng.reindex()
+    shutil.rmtree(data)
+    with pytest.raises(DataFolderGone, match="is gone"):
+        eng.reindex()
+    assert not data.exists()  # neither the folder nor an empty index came back
     eng.stop()

@@ -404,7 +404,14 @@ class Engine:
 
     def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
         """Flag the hits whose file changed since it was indexed, and queue those files."""
-        stale = stale_files(self.settings.data_folder, (h.chunk for h in hits))
+        folder = self.settings.data_folder
+        if not folder.is_dir():
+            notices.append(
+                f"the data folder {folder} is gone (deleted, moved or unmounted): results come "
+                "from the index as it was, and nothing is reindexed until the folder is back"
+            )
+            return [replace(h, stale=True) for h in hits]
+        stale = stale_files(folder, (h.chunk for h in hits))
         if not stale:
             return hits
         queued = self._watcher.queue_stale(stale)

@@ -37,6 +37,11 @@ class IndexWriteError(MicroRagError):
     """The index folder cannot be written (read-only, full, or gone)."""
 
 
+class DataFolderGone(IndexWriteError):
+    """The data folder is gone (deleted, moved, unmounted): nothing is indexed until it is
+    back, and no index is made anew inside a folder that does not exist."""
+
+
 class IndexUnreadable(MicroRagError):
     """The index cannot be read at this moment (for example, it is being rebuilt)."""
 

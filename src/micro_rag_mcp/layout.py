@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from micro_rag_mcp.catalog import MIGRATES_FROM, SCHEMA_VERSION, Catalog, CatalogCorrupt
-from micro_rag_mcp.errors import ConfigError, IndexWriteError
+from micro_rag_mcp.errors import ConfigError, DataFolderGone, IndexWriteError
 from micro_rag_mcp.fsutil import atomic_write_bytes, fsync_dir
 
 logger = logging.getLogger(__name__)
@@ -106,12 +106,19 @@ def is_ours(folder: Path) -> bool:
     return _is_marker(paths.marker) or _is_our_catalog(paths)
 
 
-def ensure_folder(folder: Path) -> None:
+def ensure_folder(folder: Path, data: Path | None = None) -> None:
     """Create the index folder and its marker, or say why it cannot be.
 
     A folder without the marker gets it only if it is ours (``is_ours``): the writer
-    never settles in a folder of someone else's files.
+    never settles in a folder of someone else's files. With ``data`` (the data folder),
+    ``DataFolderGone`` if that folder is gone: an index folder inside it would otherwise
+    bring back an empty data folder and an empty index.
     """
+    if data is not None and not data.is_dir():
+        raise DataFolderGone(
+            f"the data folder {data} is gone (deleted, moved or unmounted); "
+            "nothing is indexed until it is back"
+        )
     paths = IndexPaths(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -181,7 +181,7 @@ class Watcher:
         stood_by = False
         while not self._stop.is_set():
             try:
-                ensure_folder(self.paths.folder)
+                ensure_folder(self.paths.folder, self.settings.data_folder)
                 fd = try_lock(self.paths.watch_lock)
             except (OSError, MicroRagError) as e:
                 logger.warning(

@@ -108,7 +108,7 @@ class Writer:
             if turn.report is not None:  # a background pass over the whole folder did it
                 return turn.report
             try:
-                ensure_folder(self.paths.folder)
+                ensure_folder(self.paths.folder, self.settings.data_folder)
                 with WriterLock(self.paths.lock) as lock:
                     turn.report = self._pass(lock, turn, scope, force, progress)
                     return turn.report

@@ -122,7 +122,8 @@ def test_a_missing_vector_counts_as_a_typical_one_not_as_the_worst() -> None:
     # candidates that have one, not below every passage found by meaning alone.
     c = candidates([(1, 0.50), (2, 0.48), (3, 0.47), (5, 0.30)], [(9, 8.0), (5, 7.0)])
     zero = fuse(c, SearchParams(fusion="convex", head_weight=0.0)).fused
-    assert zero[9] == pytest.approx(0.7 * (0.30 + 1) / (0.50 + 1) + 0.3)  # 5's vector score
+    # 5's vector score; the vector share (0.7) halved: one of the two keyword matches has one
+    assert zero[9] == pytest.approx(0.35 * (0.30 + 1) / (0.50 + 1) + 0.65)
     assert zero[9] > zero[1]
 
 
@@ -139,8 +140,9 @@ def test_a_flat_keyword_channel_does_not_pull_a_strong_vector_match_down() -> No
     vector = [(1, 0.80), *((i, 0.30) for i in range(2, 8)), *((i, 0.28) for i in range(10, 30))]
     keyword = [(i, 5.0 - 0.01 * i) for i in range(10, 30)]
     c = candidates(vector, keyword)
-    assert fuse(c, SearchParams()).ranked[0] == 1
-    assert fuse(c, SearchParams(fusion="convex")).ranked[0] != 1  # what the fixed share did
+    assert fuse(c, SearchParams(fusion="adaptive")).ranked[0] == 1
+    # The default's fixed share does not hold this (docs/benchmarks.md: CoSQA).
+    assert fuse(c, SearchParams(fusion="convex")).ranked[0] != 1
 
 
 def test_a_keyword_channel_that_agrees_with_the_vector_channel_keeps_its_share() -> None:

@@ -100,6 +100,7 @@ class Engine:
             self._holds_under,
             self._stop,
             note=self._note_changes,
+            pass_running=lambda: self._writer.running or lock_is_held(self.paths.lock),
         )
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")

@@ -43,9 +43,9 @@ class SearchParams:
     """
 
     depth: int = 200  # candidates taken from each channel
-    fusion: str = "adaptive"  # "adaptive" (per-query shares), "convex" (fixed) or "rrf"
+    fusion: str = "convex"  # "convex" (fixed shares), "adaptive" (per-query shares) or "rrf"
     vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
-    head_weight: float = 1.0  # weight of the file's first chunk in the vector score
+    head_weight: float = 0.5  # weight of the file's first chunk in the vector score
     keyword_share: float = 0.65  # adaptive: the keyword share at full evidence
     keyword_floor: float = 0.0  # adaptive: the keyword share without evidence
     lead_rank: int = 3  # adaptive: the lead is the best file's BM25 over this rank's file's
@@ -112,9 +112,8 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
         keyword = dict(c.keyword)
         channels = int(c.vector_ran) + int(c.keyword_ran)
         if params.fusion == "convex":
-            fused = convex(
-                vector_scores, keyword, vector_share=params.vector_share, channels=channels
-            )
+            v_share = params.vector_share * known_share(c)
+            fused = convex(vector_scores, keyword, vector_share=v_share, channels=channels)
         else:
             share = keyword_share(c, vector_scores, params) if channels == 2 else None
             fused = adaptive(vector_scores, keyword, share, params.vector_low)
@@ -188,11 +187,20 @@ def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchPara
     agreement = sum(f in near for f in top) / len(top)
     floor = params.keyword_floor
     share = floor + (params.keyword_share - floor) * max(lead, agreement)
-    # The vector channel speaks only for the keyword matches that have a vector: while
-    # indexing runs, its share shrinks with theirs, so an index with a tenth of its
-    # vectors ranks about as its keyword channel does, not by a tenth of its passages.
-    known = sum(cid in c.cosine for cid, _ in c.keyword) / len(c.keyword)
-    return 1.0 - known * (1.0 - share)
+    return 1.0 - known_share(c) * (1.0 - share)
+
+
+def known_share(c: Candidates) -> float:
+    """The share of the keyword matches that have a vector (1 without keyword matches).
+
+    The vector channel speaks only for those: while indexing runs, its share of the
+    relevance shrinks with theirs, so an index with a tenth of its vectors ranks about as
+    its keyword channel does, not by a tenth of its passages. With every vector made it
+    is 1, and the fusion is what it is at rest.
+    """
+    if not c.keyword:
+        return 1.0
+    return sum(cid in c.cosine for cid, _ in c.keyword) / len(c.keyword)
 
 
 def _files(heads: Mapping[int, int], hits: Sequence[tuple[int, float]]) -> dict[int, float]:

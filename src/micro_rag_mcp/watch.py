@@ -17,8 +17,9 @@ then go as one batch to the engine's ``refresh``: the same incremental pass as t
 still being written waits until its size and mtime have settled.
 
 While another pass holds the index (a first index of hours, a forced pass, ``micro-rag
-index`` in another process), a batch is noted in the catalog for that pass, which takes
-it between two of its own files (``indexer.Follow``), and is tried again later as well.
+index`` in another process), changed paths are noted in the catalog for that pass as soon
+as they are seen, and the pass takes them at once (``indexer.Follow``); their batch is
+tried again later as well.
 A refresh that fails (a full disk) keeps its batch and tries again, a little later each
 time, until it succeeds; meanwhile ``fault`` says why the changes wait.
 """
@@ -100,6 +101,7 @@ class Watcher:
         stop: threading.Event,
         *,
         note: Note | None = None,
+        pass_running: Callable[[], bool] | None = None,
         retry_s: float = RETRY_S,
         retry_max_s: float = RETRY_MAX_S,
     ) -> None:
@@ -113,6 +115,7 @@ class Watcher:
         self.fault: str | None = None  # why the queued changes wait, while refreshes fail
         self._failures = 0  # refreshes failed in a row
         self._note = note
+        self._pass_running = pass_running  # whether a pass holds the index now
         self.ready = threading.Event()  # set once it watches, polls, stands by or gave up
         self._refresh = refresh
         self._holds_under = holds_under  # whether the index holds files under a folder
@@ -286,6 +289,10 @@ class Watcher:
         }
         if rels:
             self.queue.add(rels, time.monotonic())
+            if self._pass_running is not None and self._pass_running():
+                # At once, not after the quiet period: the running pass takes them now. A
+                # file still being written is read again when its batch is retried.
+                self._hand_over(rels)
 
     def _matters(self, rel: str) -> bool:
         """A folder, or a file of an indexed type; a path gone is a folder if files were

@@ -115,7 +115,8 @@ async def first_index(c: Corpus, opts: argparse.Namespace) -> list[Row]:
                 f"identifier first at ~{sample.level:.0%} of vectors",
                 f"{sample.first} of {sample.searched}",
                 "as at 100 %",
-                f"share {sample.share_from:.2f}-{sample.share_to:.2f} while searched",
+                f"share {sample.share_from:.2f}-{sample.share_to:.2f} while searched; "
+                f"{min(sample.read, 1.0):.0%} of the chunks read by then",
             )
         )
     if c.queries:

@@ -129,6 +129,7 @@ class Sample:
     share_to: float
     first: int
     searched: int
+    read: float = 1.0  # the share of the folder's chunks in the catalog (read) meanwhile
 
 
 async def top1(server: Server, queries: Sequence[tuple[str, str]]) -> tuple[int, State]:
@@ -167,7 +168,8 @@ async def sample_levels(
         if pending and queries and share >= pending[0]:
             hits, after = await top1(server, queries)
             share_to = after.vectors / max(after.total, expected_chunks, 1)
-            samples.append(Sample(pending.pop(0), share, share_to, hits, len(queries)))
+            read = after.total / max(expected_chunks, 1)
+            samples.append(Sample(pending.pop(0), share, share_to, hits, len(queries), read))
             continue
         now = time.monotonic()
         if state.idle:

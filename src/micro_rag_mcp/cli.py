@@ -110,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
         "vector; show progress, then a summary. Waits while another process writes the index.",
     )
     _folder_argument(index)
-    index.add_argument("--force", action="store_true", help="Re-read and re-embed every file.")
+    index.add_argument(
+        "--force", action="store_true", help="Re-read every file (unchanged text keeps its vector)."
+    )
     index.add_argument(
         "--glob",
         type=_at_most(MAX_GLOB_CHARS),

@@ -96,7 +96,8 @@ SEARCH_DESCRIPTION = (
 REINDEX_DESCRIPTION = (
     "Bring the index up to date with the folder: read new and changed files, drop deleted "
     "ones. Unchanged files are skipped. Use path_glob (relative to the folder, e.g. "
-    "'reports/**/*.pdf') to limit the work; force re-reads and re-embeds everything in scope. "
+    "'reports/**/*.pdf') to limit the work; force re-reads every file in scope (text that "
+    "did not change keeps its vector). "
     f"Answers within {ANSWER_WITHIN_S:g} s: if the pass is not done by then, running is true "
     "and the pass goes on; call again with the same arguments to wait for it again."
 )
@@ -293,7 +294,7 @@ def build_server(
     async def reindex(
         ctx: Context[Later],
         force: Annotated[
-            bool, Field(description="Re-read and re-embed every file in scope.")
+            bool, Field(description="Re-read every file in scope, changed or not.")
         ] = False,
         path_glob: Annotated[
             str | None,

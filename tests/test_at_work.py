@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from micro_rag_mcp.catalog import Catalog
+from micro_rag_mcp.changes import Batch
 from micro_rag_mcp.engine import Engine
 from micro_rag_mcp.errors import DataFolderGone, IndexWriteError
 from micro_rag_mcp.results import ReindexReport
@@ -366,3 +367,18 @@ def test_no_index_is_made_anew_inside_a_data_folder_that_is_gone(tmp_path: Path)
         eng.reindex()
     assert not data.exists()  # neither the folder nor an empty index came back
     eng.stop()
+
+
+def test_a_trickle_of_changes_never_holds_a_quiet_path_back(tmp_path: Path) -> None:
+    from micro_rag_mcp.changes import ChangeQueue
+
+    queue = ChangeQueue(tmp_path, quiet_s=1.0, max_wait_s=10.0)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        write(tmp_path / name, name)  # old mtimes: settled
+    queue.add(["a.txt"], now=100.0)
+    queue.add(["b.txt"], now=100.8)  # the folder is never quiet for a second ...
+    assert queue.take(101.5) == Batch(frozenset({"a.txt"}))  # ... but a.txt has been
+    queue.add(["c.txt"], now=101.6)
+    assert queue.take(101.9) == Batch(frozenset({"b.txt"}))
+    assert queue.take(102.0) is None  # c.txt changed 0.4 s ago
+    assert queue.take(102.7) == Batch(frozenset({"c.txt"}))

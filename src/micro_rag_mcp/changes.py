@@ -11,7 +11,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ class Batch:
 class _Waiting:
     stamp: tuple[int, int] | None = None  # (size, mtime_ns) when last looked at
     since: float = 0.0  # since when it has been that
+    event_at: float = float("-inf")  # when its latest change event came
 
 
 class ChangeQueue:
@@ -65,7 +66,9 @@ class ChangeQueue:
             if not self._paths and not self._everything:
                 self._oldest = now
             for rel in rels:
-                self._paths.setdefault(rel, _Waiting())
+                waiting = self._paths.setdefault(rel, _Waiting())
+                if event:
+                    waiting.event_at = now
             if event:
                 self._last_change = now
 
@@ -94,17 +97,27 @@ class ChangeQueue:
                 return None
             quiet = now - self._last_change >= self.quiet_s
             if not quiet and now - self._oldest < self.max_wait_s:
-                return None
+                # Changes keep coming; the paths that have been quiet themselves go now
+                # (one file saved every second is never waited for until the cap).
+                return self._take_paths(now, lambda w: now - w.event_at >= self.quiet_s)
             if self._everything:  # the paths come along: a busy index is handed them
                 self._everything = False
                 paths = frozenset(self._paths)
                 self._paths.clear()
                 return Batch(paths, everything=True)
-            ready = [rel for rel, w in self._paths.items() if self._settled(rel, w, now)]
-            for rel in ready:
-                del self._paths[rel]
-            self._oldest = now
-            return Batch(frozenset(ready)) if ready else None
+            return self._take_paths(now, lambda w: True)
+
+    def _take_paths(self, now: float, quiet: Callable[[_Waiting], bool]) -> Batch | None:
+        """The waiting paths that are ``quiet`` and settled, taken off the queue (the
+        lock is held)."""
+        if self._everything:
+            return None
+        ready = [rel for rel, w in self._paths.items() if quiet(w) and self._settled(rel, w, now)]
+        for rel in ready:
+            del self._paths[rel]
+        if ready:
+            self._oldest = now if not self._paths else self._oldest
+        return Batch(frozenset(ready)) if ready else None
 
     def _settled(self, rel: str, waiting: _Waiting, now: float) -> bool:
         try:

@@ -1,7 +1,7 @@
 """Anchors under edits: found again after edits elsewhere, reported gone once deleted.
 
     .venv/bin/python bench/anchors.py --sec10q /path/sec10q_dev --handbook /path/handbook.docx \
-        --work /tmp/anchors-work [--hits 200] [--seed 1]
+        --work <work>/anchors-work [--hits 200] [--seed 1]
 
 Hits are the keyword channel's top results (``search.hybrid_search``, the code the tool
 runs) for the sec10q questions and, in the handbook, for phrases of random passages:

@@ -1,6 +1,6 @@
 """Scoped search on a real folder: every result inside the scope, and ``top_k`` filled.
 
-    .venv/bin/python -m bench.scoped_devset --folder /path/realdocs --work /tmp/scoped-dev \
+    .venv/bin/python -m bench.scoped_devset --folder /path/realdocs --work <work>/scoped-dev \
         --glob 'docx/**' --queries 100
 
 The folder is copied to ``--work`` (once) and its files' modification times set to a

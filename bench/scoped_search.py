@@ -1,6 +1,6 @@
 """Scoped search latency at 100k chunks, and whether a scope still fills ``top_k``.
 
-    .venv/bin/python -m bench.scoped_search --work /tmp/scope-work [--size 100000] [--queries 200]
+    .venv/bin/python -m bench.scoped_search --work <work>/scope-work [--size 100000] [--queries 200]
 
 The folder is ``bench.perf_search``'s synthetic one (files of ten chunks, clustered
 vectors; built once under ``--work``). Each file's modification time is set to a day of

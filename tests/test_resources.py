@@ -234,3 +234,47 @@ def test_an_earlier_revision_subscribes_with_resources_subscribe(data: Path) -> 
     text = anyio.run(main)
     updates = {m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification)}
     assert updates == {comets} and "Their tails point away." in text
+
+
+class _Heard:
+    """A bus that keeps what is published to it."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    async def publish(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def test_a_change_made_before_the_first_look_is_announced(data: Path) -> None:
+    """The versions seen as the store opens are the baseline: a pass that ends before the
+    follower first looks (a fast first reindex on a loaded machine) is still announced."""
+    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.resources import Documents
+
+    _folder(data)
+    engine = Engine(make_settings(data), FakeEmbedder)
+    heard = _Heard()
+    documents = Documents(heard, follow_s=0.05)  # type: ignore[arg-type]
+    try:
+        documents.opening(engine)
+        engine.load_model()
+        engine.reindex()  # done before anybody follows
+
+        async def follow() -> None:
+            listing = documents.listing
+            assert listing is not None
+            with anyio.move_on_after(DEADLINE_S):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(documents._follow, listing)
+                    while ResourceUpdated(uri=resource_uri("notes/comets.md")) not in heard.events:
+                        await anyio.sleep(0.05)
+                    tasks.cancel_scope.cancel()
+
+        anyio.run(follow)
+    finally:
+        if documents.listing is not None:
+            documents.listing.close()
+        engine.stop()
+    assert ResourcesListChanged() in heard.events
+    assert ResourceUpdated(uri=resource_uri("notes/comets.md")) in heard.events

@@ -100,6 +100,7 @@ class Documents:
         self.listing: FileListing | None = None
         self._source: StoreSource | None = None
         self._subscribed: dict[ServerSession, set[str]] = {}
+        self._baseline: tuple[object, dict[str, str]] | None = None
 
     # -- life --------------------------------------------------------------------------
 
@@ -120,6 +121,18 @@ class Documents:
                 self.listing.close()
             self.listing = None
             self._source = None
+            self._baseline = None
+
+    def opening(self, store: Store) -> None:
+        """Take the listing and its file versions from a store just opened, before it
+        starts: whatever its start-up pass or a first ``reindex`` changes is announced,
+        however soon it ends (a first look taken later could already include it)."""
+        try:
+            listing = store.listing()
+            self._baseline = (listing.version(), listing.file_versions())
+            self.listing = listing
+        except Exception:  # the follower takes its first look itself
+            logger.exception("listing the index for resource notifications failed")
 
     def _listing(self) -> FileListing:
         """The listing, opening the store first if it is not open yet."""
@@ -138,6 +151,8 @@ class Documents:
     async def _follow(self, listing: FileListing) -> None:
         seen: object = None
         known: dict[str, str] | None = None
+        if self._baseline is not None:
+            seen, known = self._baseline
         while True:
             try:
                 version = await anyio.to_thread.run_sync(listing.version)

@@ -237,7 +237,9 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Later]) -> AsyncIterator[Later]:
-        later = Later(lambda: open_store(settings, load_embedder, store, folder=folder))
+        later = Later(
+            lambda: open_store(settings, load_embedder, store, folder=folder), documents.opening
+        )
         requests = ReindexJobs(
             lambda force, glob, progress: later.store().reindex(
                 force=force, path_glob=glob, progress=progress
@@ -407,8 +409,11 @@ class Later:
     """The store of one run of the server, opened and started at its first use, or by
     ``open_after``'s timer."""
 
-    def __init__(self, open_store: Callable[[], Store]) -> None:
+    def __init__(
+        self, open_store: Callable[[], Store], on_open: Callable[[Store], None] | None = None
+    ) -> None:
         self._open = open_store
+        self._on_open = on_open
         self._lock = threading.Lock()
         self._store: Store | None = None
         self._stopped = False
@@ -437,6 +442,8 @@ class Later:
                 raise Stopped("the server is stopping")
             if self._store is None:
                 opened = self._open()
+                if self._on_open is not None:
+                    self._on_open(opened)
                 opened.start()
                 self._store = opened
             return self._store

@@ -36,15 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from micro_rag_mcp.anchors import make_anchor  # noqa: E402
-from micro_rag_mcp.catalog import Catalog  # noqa: E402
-from micro_rag_mcp.errors import PassageGone  # noqa: E402
-from micro_rag_mcp.indexer import sync_files  # noqa: E402
-from micro_rag_mcp.layout import IndexPaths  # noqa: E402
-from micro_rag_mcp.readers import read_document  # noqa: E402
-from micro_rag_mcp.reading import MAX_CHARS, read_indexed, with_context  # noqa: E402
-from micro_rag_mcp.search import SearchParams, hybrid_search  # noqa: E402
-from micro_rag_mcp.settings import Settings  # noqa: E402
+from micro_rag_mcp.core.errors import PassageGone  # noqa: E402
+from micro_rag_mcp.core.settings import Settings  # noqa: E402
+from micro_rag_mcp.ingest.readers import read_document  # noqa: E402
+from micro_rag_mcp.local.catalog import Catalog  # noqa: E402
+from micro_rag_mcp.local.indexer import sync_files  # noqa: E402
+from micro_rag_mcp.local.layout import IndexPaths  # noqa: E402
+from micro_rag_mcp.local.search import SearchParams, hybrid_search  # noqa: E402
+from micro_rag_mcp.search.reading import MAX_CHARS, read_indexed, with_context  # noqa: E402
+from micro_rag_mcp.text.anchors import make_anchor  # noqa: E402
 
 KEYWORD = SearchParams(channels=("keyword",))
 _WORD = re.compile(r"\w+")

@@ -235,7 +235,7 @@ def saved_vectors(docs: Path, index: Path) -> tuple[int, int]:
     """(chunks, chunks with a saved vector) as ``micro-rag status`` reads them from the
     index folder: no model, no writing, nothing embedded."""
     out = subprocess.run(
-        [sys.executable, "-m", "micro_rag_mcp.cli", "status", str(docs)]
+        [sys.executable, "-m", "micro_rag_mcp.cli.app", "status", str(docs)]
         + ["--index-folder", str(index), "--json"],
         capture_output=True,
         text=True,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench.metrics import evaluate
 from bench.retrieval import load_dataset
-from micro_rag_mcp.cjk import bigrams
+from micro_rag_mcp.text.cjk import bigrams
 
 K1 = 1.2
 B = 0.75

@@ -17,10 +17,10 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-from micro_rag_mcp.chunking import chunk_text
-from micro_rag_mcp.readers import read_document
-from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
-from micro_rag_mcp.vector_text import vector_key
+from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.text.chunking import chunk_text
+from micro_rag_mcp.text.vector_text import vector_key
 
 Edit = Callable[[str, int, int, random.Random], str]
 

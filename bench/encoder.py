@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from micro_rag_mcp.embedder import load_embedder
+from micro_rag_mcp.model.embedder import load_embedder
 
 
 def main() -> int:

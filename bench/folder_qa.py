@@ -33,9 +33,9 @@ from pathlib import Path
 
 from bench import work_folder
 from bench.metrics import dedupe, percentile
-from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.search import SearchParams
-from micro_rag_mcp.settings import DEFAULT_EXTS, Settings
+from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.store import Store, StoreConfig, open_store, parse_store_url
 
 logger = logging.getLogger("bench")

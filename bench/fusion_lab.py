@@ -35,12 +35,12 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import micro_rag_mcp.search as search_mod
+import micro_rag_mcp.local.search as search_mod
 from bench.metrics import dedupe, evaluate
-from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.search import Candidates, Ranking, SearchParams, fuse, query_terms
-from micro_rag_mcp.settings import DEFAULT_EXTS, Settings
+from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.search import Candidates, Ranking, SearchParams, fuse, query_terms
+from micro_rag_mcp.model.embedder import Embedder, load_embedder
 
 logger = logging.getLogger("bench")
 
@@ -91,7 +91,7 @@ def chunk_paths(index: Path) -> dict[int, str]:
 
 
 def term_shares(index: Path, queries: Mapping[str, str]) -> dict[str, dict[str, float]]:
-    from micro_rag_mcp.catalog import Catalog
+    from micro_rag_mcp.local.catalog import Catalog
 
     catalog = Catalog.open_reader(index / "catalog.sqlite3")
     out = {}

@@ -72,8 +72,8 @@ def _peak(who: int) -> int:
 
 def run_one(path: Path, read_only: bool) -> dict[str, object]:
     """In the child: read ``path`` in a reader process, then (maybe) reindex its folder."""
-    from micro_rag_mcp.errors import ReadError
-    from micro_rag_mcp.isolation import IsolatedReader
+    from micro_rag_mcp.core.errors import ReadError
+    from micro_rag_mcp.ingest.isolation import IsolatedReader
 
     folder = path.parent
     started = time.monotonic()
@@ -89,8 +89,8 @@ def run_one(path: Path, read_only: bool) -> dict[str, object]:
     }
     if read_only:
         return result
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.local.engine import Engine
     from tests.fakes import FakeEmbedder
 
     settings = Settings(data_folder=folder, index_folder=folder / "index", watch="off")
@@ -111,8 +111,8 @@ def run_call(folder: Path, tool: str, argument: str) -> dict[str, object]:
     import anyio
     from mcp import Client
 
-    from micro_rag_mcp.server import build_server
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.serve.server import build_server
     from tests.fakes import FakeEmbedder
 
     (folder / "note.txt").write_text("herons argue about tea")

@@ -32,9 +32,9 @@ from pathlib import Path
 from bench import work_folder
 from bench.folder_qa import CHANNELS, channel_params, index_folder, params_from, rank_files
 from bench.metrics import percentile
-from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.search import SearchParams
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.model.embedder import Embedder, load_embedder
 
 logger = logging.getLogger("bench")
 

@@ -23,9 +23,9 @@ from bench.perf_common import Row
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from micro_rag_mcp.embedder import OnnxEmbedder
-    from micro_rag_mcp.pipeline import Steps
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.local.pipeline import Steps
+    from micro_rag_mcp.model.embedder import OnnxEmbedder
 
 SECTION = "indexing"
 
@@ -78,7 +78,7 @@ class Variant:
 
 def levers() -> dict[str, tuple[str, Variant]]:
     """Each lever alone, by its key for ``--indexing-levers``: (label, way)."""
-    from micro_rag_mcp.pipeline import Steps
+    from micro_rag_mcp.local.pipeline import Steps
 
     return {
         "before": (
@@ -103,7 +103,7 @@ def levers() -> dict[str, tuple[str, Variant]]:
 
 def variants(keys: Sequence[str]) -> dict[str, Variant]:
     """The levers named by ``keys``, then the shipped pass."""
-    from micro_rag_mcp.pipeline import DEFAULT_STEPS
+    from micro_rag_mcp.local.pipeline import DEFAULT_STEPS
 
     known = levers()
     unknown = sorted(set(keys) - set(known))
@@ -134,8 +134,8 @@ def run_ways(
     tokens, the rest), and the largest difference between a vector of the pass and the
     encoder's own.
     """
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.engine import Engine
+    from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.model.embedder import load_embedder
 
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
     passes: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
@@ -224,13 +224,13 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
     """Each stage of a first index alone, in seconds over the whole folder: reading (the
     reader process: parse and round trip), chunking, storing (SQLite, FTS5, fsync),
     tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
-    from micro_rag_mcp.catalog import Catalog, FileRecord
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.indexer import _extract, scan_rules
-    from micro_rag_mcp.isolation import IsolatedReader
-    from micro_rag_mcp.scanner import scan
-    from micro_rag_mcp.settings import Settings
-    from micro_rag_mcp.vector_text import embedding_text
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.ingest.isolation import IsolatedReader
+    from micro_rag_mcp.ingest.scanner import scan
+    from micro_rag_mcp.local.catalog import Catalog, FileRecord
+    from micro_rag_mcp.local.indexer import _extract, scan_rules
+    from micro_rag_mcp.model.embedder import load_embedder
+    from micro_rag_mcp.text.vector_text import embedding_text
 
     assert isinstance(settings, Settings)
     files = scan(scan_rules(settings)).files
@@ -267,7 +267,7 @@ def _embedded_texts(index: Path) -> tuple[list[int], list[str]]:
     """Each vector key of the index and what the pass embedded for it, in chunk order."""
     import sqlite3
 
-    from micro_rag_mcp.vector_text import embedding_text
+    from micro_rag_mcp.text.vector_text import embedding_text
 
     conn = sqlite3.connect(index / "catalog.sqlite3")
     rows = conn.execute(

@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from micro_rag_mcp.readers.images import read_image  # noqa: E402
-from micro_rag_mcp.readers.pdf import read_pdf  # noqa: E402
+from micro_rag_mcp.ingest.readers.images import read_image  # noqa: E402
+from micro_rag_mcp.ingest.readers.pdf import read_pdf  # noqa: E402
 
 BIN = Path(sys.executable).parent
 WORD = re.compile(r"[a-z0-9]+")

@@ -31,10 +31,10 @@ STEPS = (16, 32)
 
 def chunk_texts(folder: Path, index: Path) -> list[str]:
     """What a first index of ``folder`` embeds, chunk by chunk in the order of storing."""
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.errors import ModelUnavailable
-    from micro_rag_mcp.settings import Settings
-    from micro_rag_mcp.vector_text import embedding_text
+    from micro_rag_mcp.core.errors import ModelUnavailable
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.text.vector_text import embedding_text
 
     def no_model() -> object:
         raise ModelUnavailable("keyword only")
@@ -67,7 +67,7 @@ def windowed(key: npt.NDArray[np.int64], window: int, step: int) -> list[npt.NDA
 
 
 def report(name: str, texts: list[str]) -> None:
-    from micro_rag_mcp.embedder import load_embedder
+    from micro_rag_mcp.model.embedder import load_embedder
 
     tokens = np.array(load_embedder(threads=1).token_counts(texts), dtype=np.int64)
     chars = np.array([len(t) for t in texts], dtype=np.int64)

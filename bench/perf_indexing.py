@@ -174,7 +174,7 @@ def catalog_copy(folder: Path, work: Path) -> Path:
         shutil.copy2(cached / name, index / name)
     # The model graph an earlier start of the server on this index kept (graph_cache.py).
     keep = (
-        "import pathlib, sys; from micro_rag_mcp.embedder import load_embedder; "
+        "import pathlib, sys; from micro_rag_mcp.model.embedder import load_embedder; "
         "load_embedder(cache_dir=pathlib.Path(sys.argv[1]))"
     )
     subprocess.run([sys.executable, "-c", keep, str(index)], check=True, capture_output=True)
@@ -336,9 +336,9 @@ def _child(what: str, folder: Path, index: Path, *extra: str) -> str:
 def _main(what: str, folder: Path, index: Path, *extra: str) -> dict[str, object]:
     import statistics
 
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.errors import ModelUnavailable
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.errors import ModelUnavailable
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.local.engine import Engine
     from tests.fakes import FakeEmbedder
 
     settings = Settings(data_folder=folder, index_folder=index, watch="off")

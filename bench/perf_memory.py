@@ -96,7 +96,7 @@ MODEL_VARIANTS = ("in-graph", "mapped", "no-arena", "no-prepack")
 
 
 def _model_session(variant: str, threads: int) -> Any:
-    from micro_rag_mcp import embedder as e
+    from micro_rag_mcp.model import embedder as e
 
     model_dir = e.find_model_dir()
     options = e.session_options(threads)
@@ -113,7 +113,7 @@ def _model_session(variant: str, threads: int) -> Any:
 
 def model_child(variant: str) -> None:
     """One model process: print its memory at each stage as JSON, wait for stdin to close."""
-    from micro_rag_mcp.heap import trim_heap
+    from micro_rag_mcp.core.heap import trim_heap
 
     own = os.getpid()
     stages: dict[str, dict[str, int]] = {}
@@ -269,7 +269,7 @@ class SyntheticVectors:
     """Random unit vectors filed under the real model's vector space (no model is run)."""
 
     def __init__(self) -> None:
-        from micro_rag_mcp.embedder import DIMENSION, MODEL_ID
+        from micro_rag_mcp.model.embedder import DIMENSION, MODEL_ID
 
         self.model_id, self.dimension = MODEL_ID, DIMENSION
         self._rng = np.random.default_rng(0)
@@ -284,8 +284,8 @@ class SyntheticVectors:
 
 def synthetic_index(work: Path, chunks: int) -> Path:
     """A folder of about ``chunks`` chunks, indexed with synthetic vectors (reused if built)."""
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.main import build_parser, settings_from_args
+    from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.serve.main import build_parser, settings_from_args
 
     per_file = 10 if chunks <= 20_000 else 50
     data = work / f"memory-synthetic-{chunks}"

@@ -36,16 +36,16 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.perf_common import Row, percentiles_ms
-from micro_rag_mcp.ann import APPROXIMATE_FROM
-from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
-from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.indexer import vector_space
-from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.search import SearchParams
-from micro_rag_mcp.settings import Settings
-from micro_rag_mcp.vector_text import VECTOR_IDS
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.ann import APPROXIMATE_FROM
+from micro_rag_mcp.local.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.indexer import vector_space
+from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 logger = logging.getLogger("bench")
 
@@ -411,8 +411,8 @@ def _size_rows(folder: Path, size: int, label: str) -> list[Row]:
 
 
 def _real_model() -> Embedder | None:
-    from micro_rag_mcp.embedder import load_embedder
-    from micro_rag_mcp.errors import ModelUnavailable
+    from micro_rag_mcp.core.errors import ModelUnavailable
+    from micro_rag_mcp.model.embedder import load_embedder
 
     try:
         return load_embedder(threads=len(os.sched_getaffinity(0)))

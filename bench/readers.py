@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from micro_rag_mcp.readers import Document, read_document  # noqa: E402
-from micro_rag_mcp.readers.images import read_image  # noqa: E402
-from micro_rag_mcp.readers.ocr import ocr_installed  # noqa: E402
-from micro_rag_mcp.readers.pdf import read_pdf  # noqa: E402
+from micro_rag_mcp.ingest.readers import Document, read_document  # noqa: E402
+from micro_rag_mcp.ingest.readers.images import read_image  # noqa: E402
+from micro_rag_mcp.ingest.readers.ocr import ocr_installed  # noqa: E402
+from micro_rag_mcp.ingest.readers.pdf import read_pdf  # noqa: E402
 from tests.docfactory import make_docx, make_pdf, pdf_bytes  # noqa: E402
 from tests.formatfactory import (  # noqa: E402
     Slide,

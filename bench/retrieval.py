@@ -33,11 +33,11 @@ from typing import Any
 
 from bench import work_folder
 from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
-from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.results import Hit, Progress
-from micro_rag_mcp.search import SearchParams
-from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+from micro_rag_mcp.core.results import Hit, Progress
+from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.store import Store, StoreConfig, open_store, parse_store_url
 
 logger = logging.getLogger("bench")

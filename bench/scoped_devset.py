@@ -24,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.indexer import sync_files
-from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.scope import parse_scope, resolve
-from micro_rag_mcp.search import SearchParams, hybrid_search
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.indexer import sync_files
+from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.search import SearchParams, hybrid_search
+from micro_rag_mcp.search.scope import parse_scope, resolve
 
 DAY_S = 86_400
 Y2020 = 1_577_836_800

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from bench.perf_search import NEVER, _engine, build_folder, query_set
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.layout import IndexPaths
-from micro_rag_mcp.scope import SearchScope, parse_scope
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.search.scope import SearchScope, parse_scope
 
 DAY_NS = 86_400 * 10**9
 Y2000_NS = 946_684_800 * 10**9

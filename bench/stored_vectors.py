@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.embedder import Embedder
-from micro_rag_mcp.vector_text import embedding_text
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
     import numpy as np

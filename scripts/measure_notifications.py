@@ -28,7 +28,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from micro_rag_mcp.resource_uri import resource_uri  # noqa: E402
+from micro_rag_mcp.serve.resource_uri import resource_uri  # noqa: E402
 from tests.mcpkit import idle, stdio_params  # noqa: E402
 
 

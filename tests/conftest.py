@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.engine import Engine
 from tests.fakes import FakeEmbedder
 
 # Modules whose tests start the real model, subprocesses, milvus-lite, the real watcher or

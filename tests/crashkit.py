@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.chunking import chunk_text
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.settings import Settings
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.text.chunking import chunk_text
 from tests.fakes import FakeEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ WORDS = [
 CHILD = """
 import sys
 from pathlib import Path
-from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.local.engine import Engine
 from tests.crashkit import settings_for, slow_embedder
 eng = Engine(settings_for(Path(sys.argv[1])), slow_embedder, save_every_s=0.02)
 eng.load_model()

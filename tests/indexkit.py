@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.local.vectors import VectorStore
 
 
 def vector_ids(index: Path, dimension: int = 64) -> set[int]:

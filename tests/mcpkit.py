@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from micro_rag_mcp.server import build_server
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import DEADLINE_S, make_settings
 from tests.fakes import FakeEmbedder
 

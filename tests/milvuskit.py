@@ -16,8 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
-from micro_rag_mcp.milvus_engine import MilvusEngine
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.store import StoreConfig, parse_store_url
 from tests.fakes import FakeEmbedder
 
@@ -65,7 +65,7 @@ class MilvusServer:
     def _wait_ready(self) -> None:
         from pymilvus import MilvusClient
 
-        from micro_rag_mcp.milvus_store import GRPC_OPTIONS
+        from micro_rag_mcp.milvus.index import GRPC_OPTIONS
 
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
@@ -123,7 +123,7 @@ def store_engine(
 HALTING_WORKER = """
 import sys
 from pathlib import Path
-from micro_rag_mcp.milvus_store import MilvusIndex
+from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.store import parse_store_url
 from tests.milvuskit import store_engine
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from micro_rag_mcp.anchors import SIMILAR, locate, make_anchor, parse_anchor
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument, PassageGone
-from micro_rag_mcp.tool_results import search_result
+from micro_rag_mcp.core.errors import InvalidArgument, PassageGone
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.serve.tool_results import search_result
+from micro_rag_mcp.text.anchors import SIMILAR, locate, make_anchor, parse_anchor
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 

@@ -11,9 +11,9 @@ import anyio.from_thread
 import pytest
 from mcp import Client
 
-from micro_rag_mcp.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS
-from micro_rag_mcp.cli import main as cli_main
-from micro_rag_mcp.server import build_server
+from micro_rag_mcp.cli.app import main as cli_main
+from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.changes import Batch
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import DataFolderGone, IndexWriteError
-from micro_rag_mcp.results import ReindexReport
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.errors import DataFolderGone, IndexWriteError
+from micro_rag_mcp.core.results import ReindexReport
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.changes import Batch
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.vectors import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids
@@ -257,7 +257,7 @@ def test_changes_noted_for_a_pass_stay_noted_until_a_pass_takes_them(data: Path)
 GATED_PASS = """
 import sys, time
 from pathlib import Path
-from micro_rag_mcp.engine import Engine
+from micro_rag_mcp.local.engine import Engine
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 
@@ -315,8 +315,8 @@ def test_a_pass_in_another_process_takes_the_changes_a_watching_server_sees(
 
 
 def test_a_scope_keeps_out_a_file_that_shares_its_text_with_one_inside(data: Path) -> None:
-    from micro_rag_mcp.scanner import PathGlob
-    from micro_rag_mcp.scope import SearchScope
+    from micro_rag_mcp.ingest.scanner import PathGlob
+    from micro_rag_mcp.search.scope import SearchScope
 
     text = "The osprey nest on the north tower was inspected."
     write(data / "a" / "same.txt", text)
@@ -370,7 +370,7 @@ def test_no_index_is_made_anew_inside_a_data_folder_that_is_gone(tmp_path: Path)
 
 
 def test_a_trickle_of_changes_never_holds_a_quiet_path_back(tmp_path: Path) -> None:
-    from micro_rag_mcp.changes import ChangeQueue
+    from micro_rag_mcp.local.changes import ChangeQueue
 
     queue = ChangeQueue(tmp_path, quiet_s=1.0, max_wait_s=10.0)
     for name in ("a.txt", "b.txt", "c.txt"):

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.incident_notes import SUBFOLDERS, identifier_queries, make_notes, write_notes
-from micro_rag_mcp.settings import DEFAULT_CHUNK_SIZE
+from micro_rag_mcp.core.settings import DEFAULT_CHUNK_SIZE
 
 
 def test_notes_are_the_same_for_the_same_seed_and_differ_for_another() -> None:

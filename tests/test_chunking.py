@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from micro_rag_mcp.chunking import Chunk, Locator, chunk_text
+from micro_rag_mcp.text.chunking import Chunk, Locator, chunk_text
 
 WORDS = ("lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit", "sed")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.cjk import (
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.text.cjk import (
     bigrams,
     gram_token,
     gram_tokens,
@@ -15,7 +16,6 @@ from micro_rag_mcp.cjk import (
     query_gram_tokens,
     query_grams,
 )
-from micro_rag_mcp.engine import Engine
 from tests.formatfactory import make_xlsx
 
 

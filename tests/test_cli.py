@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.tool_results import ReadResult, SearchResult, wire
+from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
 from tests.docfactory import make_pdf
 from tests.test_server import hold_lock
 
@@ -28,7 +28,7 @@ ANSI = "\x1b["
 
 def micro_rag(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "micro_rag_mcp.cli", *args],
+        [sys.executable, "-m", "micro_rag_mcp.cli.app", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -154,7 +154,7 @@ def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
         assert status["writer"] == {"pid": holder.pid, "phase": "reading", "done": 3, "total": 7}
         assert micro_rag("read", str(data), "recipe.txt").returncode == 0
         waiting = subprocess.Popen(
-            [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(data)],
+            [sys.executable, "-m", "micro_rag_mcp.cli.app", "index", str(data)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -255,7 +255,7 @@ def test_read_unknown_path_is_bad_input(
 
 def test_the_command_line_imports_neither_mcp_nor_a_heavy_library() -> None:
     code = (
-        "import sys, micro_rag_mcp.cli, micro_rag_mcp.cli_commands, micro_rag_mcp.cli_output;"
+        "import sys, micro_rag_mcp.cli.app, micro_rag_mcp.cli.commands, micro_rag_mcp.cli.output;"
         "heavy = {'mcp', 'faiss', 'onnxruntime', 'onnx', 'pypdfium2', 'docx', 'tokenizers'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
@@ -268,7 +268,7 @@ def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path:
     holder = hold_lock(tmp_path / "index" / "index.lock")
     try:
         waiting = subprocess.Popen(
-            [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(tmp_path)],
+            [sys.executable, "-m", "micro_rag_mcp.cli.app", "index", str(tmp_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -305,7 +305,7 @@ def test_ctrl_c_at_any_moment_of_an_index_stops_its_work_before_it_returns(repea
     """Ctrl+C as the work starts (on a busy machine the thread runs before ``start``
     returns) or while it runs: the work is told to stop, and it has ended when Ctrl+C
     reaches the caller."""
-    from micro_rag_mcp.cli_commands import _interruptible
+    from micro_rag_mcp.cli.commands import _interruptible
 
     engine = _StopRecorder()
     seen: list[str] = []
@@ -322,9 +322,9 @@ def test_ctrl_c_at_any_moment_of_an_index_stops_its_work_before_it_returns(repea
 
 
 def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Path) -> None:
-    from micro_rag_mcp.catalog import Catalog
-    from micro_rag_mcp.cli import build_parser
-    from micro_rag_mcp.cli_commands import _index_settings
+    from micro_rag_mcp.cli.app import build_parser
+    from micro_rag_mcp.cli.commands import _index_settings
+    from micro_rag_mcp.local.catalog import Catalog
 
     data = tmp_path / "docs"
     (data / "index").mkdir(parents=True)
@@ -340,11 +340,11 @@ def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Pat
 def test_index_follows_the_files_the_index_takes_unless_told_otherwise(tmp_path: Path) -> None:
     """A server ran with --exts, --exclude and --max-file-size: ``micro-rag index`` on the
     same folder takes the same files, so neither undoes the other; flags given win."""
-    from micro_rag_mcp.catalog import Catalog
-    from micro_rag_mcp.cli import build_parser
-    from micro_rag_mcp.cli_commands import _index_settings
-    from micro_rag_mcp.main import build_parser as server_parser
-    from micro_rag_mcp.main import settings_from_args
+    from micro_rag_mcp.cli.app import build_parser
+    from micro_rag_mcp.cli.commands import _index_settings
+    from micro_rag_mcp.local.catalog import Catalog
+    from micro_rag_mcp.serve.main import build_parser as server_parser
+    from micro_rag_mcp.serve.main import settings_from_args
 
     data = tmp_path / "docs"
     (data / "index").mkdir(parents=True)

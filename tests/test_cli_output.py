@@ -8,8 +8,8 @@ import shlex
 import pytest
 from rich.console import Console
 
-from micro_rag_mcp.cli_output import IndexDisplay, Screens, highlighted, query_terms, snippet
-from micro_rag_mcp.results import Progress, TextPassage
+from micro_rag_mcp.cli.output import IndexDisplay, Screens, highlighted, query_terms, snippet
+from micro_rag_mcp.core.results import Progress, TextPassage
 
 
 def feed(display: IndexDisplay) -> None:

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from micro_rag_mcp.diskspace import is_disk_full, say_disk_full
-from micro_rag_mcp.errors import IndexWriteError
+from micro_rag_mcp.core.diskspace import is_disk_full, say_disk_full
+from micro_rag_mcp.core.errors import IndexWriteError
 from tests.diskkit import fill, small_filesystem
 
 
@@ -55,7 +55,7 @@ def test_the_cli_says_disk_full_and_exits_1_on_a_full_disk(tmp_path: Path) -> No
         fill(disk, leave_bytes=200 * 1024)
         index = disk / "index"  # a new folder: the index folder must be ours or empty
         run = subprocess.run(
-            [sys.executable, "-m", "micro_rag_mcp.cli", "index", str(data)]
+            [sys.executable, "-m", "micro_rag_mcp.cli.app", "index", str(data)]
             + ["--index-folder", str(index)],
             capture_output=True,
             text=True,

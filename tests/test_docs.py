@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 
-from micro_rag_mcp import cli
-from micro_rag_mcp.main import build_parser
-from micro_rag_mcp.server import build_server
+from micro_rag_mcp.cli import app as cli
+from micro_rag_mcp.serve.main import build_parser
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 

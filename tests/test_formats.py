@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.readers import READERS, Document, read_document
-from micro_rag_mcp.settings import CODE_EXTS, DOC_EXTS
+from micro_rag_mcp.core.settings import CODE_EXTS, DOC_EXTS
+from micro_rag_mcp.ingest.readers import READERS, Document, read_document
+from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import (
     Slide,
     code_cell,
@@ -248,7 +248,7 @@ def test_rst_titles_give_sections(tmp_path: Path) -> None:
 
 
 def test_exts_accepts_group_names_beside_suffixes() -> None:
-    from micro_rag_mcp.main import parse_exts
+    from micro_rag_mcp.serve.main import parse_exts
 
     assert parse_exts("docs") == DOC_EXTS
     assert parse_exts("docs,code") == DOC_EXTS + CODE_EXTS
@@ -257,8 +257,8 @@ def test_exts_accepts_group_names_beside_suffixes() -> None:
 
 
 def test_exts_names_the_groups_when_refusing(tmp_path: Path) -> None:
-    from micro_rag_mcp.errors import ConfigError
-    from micro_rag_mcp.main import parse_exts
+    from micro_rag_mcp.core.errors import ConfigError
+    from micro_rag_mcp.serve.main import parse_exts
 
     with pytest.raises(ConfigError, match=r"'\.exe' \(groups: docs, code"):
         parse_exts(".txt,.exe")

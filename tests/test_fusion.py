@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.fusion import Candidates, SearchParams, fuse
-from micro_rag_mcp.results import Hit
-from micro_rag_mcp.search import hybrid_search
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.results import Hit
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.search import hybrid_search
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 from tests.fakes import FakeEmbedder
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.embedder import MODEL_SHA256, find_model_dir, load_embedder
-from micro_rag_mcp.errors import ModelUnavailable
-from micro_rag_mcp.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
+from micro_rag_mcp.core.errors import ModelUnavailable
+from micro_rag_mcp.model.embedder import MODEL_SHA256, find_model_dir, load_embedder
+from micro_rag_mcp.model.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
 
 
 class Builds:
@@ -93,7 +93,7 @@ def test_a_killed_save_leaves_an_old_temporary_that_a_later_save_removes(tmp_pat
 def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import micro_rag_mcp.embedder as embedder
+    import micro_rag_mcp.model.embedder as embedder
 
     built = load_embedder(threads=1, cache_dir=tmp_path)
     saved = tmp_path / GRAPH_FILE

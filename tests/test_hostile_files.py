@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import micro_rag_mcp.indexer as indexer
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.results import ReindexReport
-from micro_rag_mcp.scanner import ScanResult
+import micro_rag_mcp.local.indexer as indexer
+from micro_rag_mcp.core.results import ReindexReport
+from micro_rag_mcp.ingest.scanner import ScanResult
+from micro_rag_mcp.local.engine import Engine
 from tests.conftest import make_settings
 from tests.docfactory import (
     Heading,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import FORMATS, Document, read_document
-from micro_rag_mcp.readers.data import MAX_COLUMNS
-from micro_rag_mcp.readers.web import MAX_HTML_DEPTH, read_html
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import FORMATS, Document, read_document
+from micro_rag_mcp.ingest.readers.data import MAX_COLUMNS
+from micro_rag_mcp.ingest.readers.web import MAX_HTML_DEPTH, read_html
+from micro_rag_mcp.local.engine import Engine
 from tests.docfactory import MIB, make_docx, make_zip
 from tests.formatfactory import Slide, code_cell, make_ipynb, make_pptx, make_xlsx, notebook_json
 
@@ -151,7 +151,7 @@ def test_html_reading_stops_when_its_time_budget_is_spent(
 ) -> None:
     path = tmp_path / "big.html"
     path.write_text("".join(f"<p>paragraph {i}</p>" for i in range(20_000)))
-    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.readers"):
+    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.ingest.readers"):
         doc = read_html(path, time_budget=0.0)
     assert "paragraph 0" in doc.text and "paragraph 19999" not in doc.text
     assert any("time budget" in r.getMessage() for r in caplog.records)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ConfigError, IndexWriteError
-from micro_rag_mcp.layout import IndexPaths, check_index_folder, ensure_folder
+from micro_rag_mcp.core.errors import ConfigError, IndexWriteError
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.layout import IndexPaths, check_index_folder, ensure_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 
@@ -58,7 +58,7 @@ def test_every_command_refuses_a_default_index_folder_of_notes_and_writes_nothin
     notes: Path, args: list[str]
 ) -> None:
     before = tree(notes.parent)
-    out = run("micro_rag_mcp.cli", args[0], str(notes), *args[1:])
+    out = run("micro_rag_mcp.cli.app", args[0], str(notes), *args[1:])
     assert one_line_naming_the_flag(out), out.stderr
     assert str(notes / "index") in out.stderr
     assert tree(notes.parent) == before
@@ -85,7 +85,7 @@ def test_a_given_index_folder_that_holds_other_files_is_refused(
         "micro_rag_mcp", "--data-folder", str(notes), "--title", "t", "--inst", "i",
         "--index-folder", str(elsewhere),
     )  # fmt: skip
-    cli = run("micro_rag_mcp.cli", "index", str(notes), "--index-folder", str(elsewhere))
+    cli = run("micro_rag_mcp.cli.app", "index", str(notes), "--index-folder", str(elsewhere))
     for out in (server, cli):
         assert one_line_naming_the_flag(out), out.stderr
         assert f"--index-folder {elsewhere}" in out.stderr

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument, ModelUnavailable
-from micro_rag_mcp.indexer import document_title, sync_files, vector_space
-from micro_rag_mcp.layout import IndexPaths, open_for_writing
-from micro_rag_mcp.vector_text import embedding_text
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.indexer import document_title, sync_files, vector_space
+from micro_rag_mcp.local.layout import IndexPaths, open_for_writing
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.text.vector_text import embedding_text
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import chunk_keys, vector_ids
@@ -322,8 +322,8 @@ def test_a_file_newly_ignored_leaves_the_index_and_exclude_keeps_paths_out(data:
 
 
 def test_exclude_patterns_are_checked_on_the_command_line() -> None:
-    from micro_rag_mcp.errors import ConfigError
-    from micro_rag_mcp.main import parse_excludes
+    from micro_rag_mcp.core.errors import ConfigError
+    from micro_rag_mcp.serve.main import parse_excludes
 
     assert parse_excludes([" drafts/ ", "*.min.js"]) == ("drafts/", "*.min.js")
     for bad in ["", "# comment", "a\nb"]:

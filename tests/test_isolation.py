@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.isolation import IsolatedReader
-from micro_rag_mcp.readers import read_document
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.isolation import IsolatedReader
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.local.engine import Engine
 from tests.conftest import make_settings
 from tests.docfactory import make_docx, make_pdf
 from tests.fakes import FakeEmbedder

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from micro_rag_mcp.errors import IndexBusy, InvalidArgument, MicroRagError, Stopped
-from micro_rag_mcp.jobs import QUEUED, JobState, ReindexJob, ReindexJobs
-from micro_rag_mcp.results import Progress, ProgressFn, ReindexReport
+from micro_rag_mcp.core.errors import IndexBusy, InvalidArgument, MicroRagError, Stopped
+from micro_rag_mcp.core.results import Progress, ProgressFn, ReindexReport
+from micro_rag_mcp.serve.jobs import QUEUED, JobState, ReindexJob, ReindexJobs
 from tests.conftest import DEADLINE_S, eventually
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
-from micro_rag_mcp.keywords import keyword_hits
+from micro_rag_mcp.local.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.local.keywords import keyword_hits
 
 
 def catalog_of(path: Path, texts: list[str]) -> Catalog:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.indexer import _extract
-from micro_rag_mcp.isolation import IsolatedReader
-from micro_rag_mcp.readers import Document, read_document
-from micro_rag_mcp.readers.document import DocumentBuilder, HeadingPath
-from micro_rag_mcp.readers.text import markdown_sections
+from micro_rag_mcp.ingest.isolation import IsolatedReader
+from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.ingest.readers.document import DocumentBuilder, HeadingPath
+from micro_rag_mcp.ingest.readers.text import markdown_sections
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.indexer import _extract
+from micro_rag_mcp.text.chunking import Locator
 from tests.conftest import make_settings
 from tests.docfactory import Heading, Table, make_bare_docx, make_docx
 
@@ -281,7 +281,7 @@ async def main():
 
 
 def test_code_definitions_give_sections_nested_one_level_in_a_class() -> None:
-    from micro_rag_mcp.readers.code import code_sections
+    from micro_rag_mcp.ingest.readers.code import code_sections
 
     marks = code_sections(CODE)
     assert [label for _, label in marks] == [

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.errors import IndexBusy
-from micro_rag_mcp.fsutil import (
+from micro_rag_mcp.core.errors import IndexBusy
+from micro_rag_mcp.core.fsutil import (
     WriterLock,
     describe_holder,
     holder_progress,
@@ -24,7 +24,7 @@ from micro_rag_mcp.fsutil import (
 HOLD = """
 import os, sys
 from pathlib import Path
-from micro_rag_mcp.fsutil import WriterLock
+from micro_rag_mcp.core.fsutil import WriterLock
 lock = WriterLock(Path(sys.argv[1])); lock.acquire()
 lock.report({"pid": os.getpid(), "phase": "embedding", "done": 1234567, "total": 7654321})
 print("locked", flush=True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import Document, read_document
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.text.chunking import Locator
 from tests.docfactory import pdf_bytes
 from tests.formatfactory import Slide, make_pptx
 

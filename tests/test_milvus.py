@@ -19,16 +19,17 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from micro_rag_mcp import milvus_engine, milvus_keywords
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ConfigError, NotIndexed, StoreMismatch
-from micro_rag_mcp.main import build_parser, settings_from_args, store_from_args
-from micro_rag_mcp.milvus_engine import MilvusEngine
-from micro_rag_mcp.milvus_keywords import KeywordStats
-from micro_rag_mcp.milvus_keywords import keyword_hits as milvus_keyword_hits
-from micro_rag_mcp.milvus_store import MilvusIndex
-from micro_rag_mcp.search import SearchParams, keyword_candidates, query_terms
+from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.search import SearchParams, keyword_candidates, query_terms
+from micro_rag_mcp.milvus import engine as milvus_engine
+from micro_rag_mcp.milvus import keywords as milvus_keywords
+from micro_rag_mcp.milvus.engine import MilvusEngine
+from micro_rag_mcp.milvus.index import MilvusIndex
+from micro_rag_mcp.milvus.keywords import KeywordStats
+from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
+from micro_rag_mcp.serve.main import build_parser, settings_from_args, store_from_args
 from micro_rag_mcp.store import StoreConfig, in_shard, parse_shard, parse_store_url
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -528,7 +529,7 @@ def test_a_worker_is_sent_only_the_file_rows_of_its_share(
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "micro_rag_mcp.cli", *args], capture_output=True, text=True
+        [sys.executable, "-m", "micro_rag_mcp.cli.app", *args], capture_output=True, text=True
     )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.readers.ocr import ocr_installed
+from micro_rag_mcp.ingest.readers.ocr import ocr_installed
+from micro_rag_mcp.local.engine import Engine
 from tests.docfactory import pdf_bytes
 from tests.formatfactory import make_odf, make_scanned_pdf
 

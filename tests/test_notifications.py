@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
-from micro_rag_mcp.resource_uri import resource_uri
+from micro_rag_mcp.serve.resource_uri import resource_uri
 from tests.mcpkit import run_client, stdio_params, wait_idle
 
 DEADLINE_S = 60.0

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import READERS, Document, read_document
-from micro_rag_mcp.readers.ocr import INSTALL_HINT, ocr_installed
-from micro_rag_mcp.readers.pdf import read_pdf
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import READERS, Document, read_document
+from micro_rag_mcp.ingest.readers.ocr import INSTALL_HINT, ocr_installed
+from micro_rag_mcp.ingest.readers.pdf import read_pdf
+from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
 needs_ocr = pytest.mark.skipif(
@@ -105,7 +105,7 @@ def test_a_file_that_is_not_an_image_gets_a_reason(tmp_path: Path) -> None:
 def test_a_page_stops_between_line_batches_once_its_budget_is_spent(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from micro_rag_mcp.readers.ocr import recognize
+    from micro_rag_mcp.ingest.readers.ocr import recognize
 
     lines = [f"Line number {n} of the dense page" for n in range(1, 31)]
     with caplog.at_level("WARNING"):
@@ -140,7 +140,7 @@ def png_claiming(width: int, height: int) -> bytes:
 def test_an_image_claiming_a_huge_canvas_is_refused_undecoded(
     tmp_path: Path, size: tuple[int, int], reason: str
 ) -> None:
-    from micro_rag_mcp.readers.images import read_image
+    from micro_rag_mcp.ingest.readers.images import read_image
 
     path = tmp_path / "huge.png"
     path.write_bytes(png_claiming(*size))

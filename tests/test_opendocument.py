@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import Document, read_document
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.text.chunking import Locator
 from tests.docfactory import make_zip
 from tests.formatfactory import make_odf, ods_row
 

@@ -17,13 +17,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.indexer import EMBED_BATCH
-from micro_rag_mcp.isolation import IsolatedReader
-from micro_rag_mcp.pipeline import Steps
-from micro_rag_mcp.readers import Document
-from micro_rag_mcp.results import Progress
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.ingest.isolation import IsolatedReader
+from micro_rag_mcp.ingest.readers import Document
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.indexer import EMBED_BATCH
+from micro_rag_mcp.local.pipeline import Steps
+from micro_rag_mcp.local.vectors import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import read_document
-from micro_rag_mcp.readers.web import MAX_HTML_DEPTH, nesting_depth
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.ingest.readers.web import MAX_HTML_DEPTH, nesting_depth
 from tests.docfactory import make_bare_docx
 from tests.formatfactory import make_epub
 from tests.hostilefactory import make_div_flood_html

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.catalog import Catalog, CatalogCorrupt, FileRecord, NewChunk
-from micro_rag_mcp.reader_pool import ReaderPool
+from micro_rag_mcp.ingest.reader_pool import ReaderPool
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, FileRecord, NewChunk
 
 
 def store(path: Path, name: str, text: str) -> None:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.readers import (
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.readers import (
     Document,
     clean_title,
     normalize_text,
@@ -22,6 +21,7 @@ from micro_rag_mcp.readers import (
     read_docx,
     read_pdf,
 )
+from micro_rag_mcp.text.chunking import Locator
 from tests.docfactory import (
     MIB,
     Heading,
@@ -95,7 +95,7 @@ def test_file_at_the_size_limit_is_read(tmp_path: Path) -> None:
 
 def test_heavy_libraries_are_not_imported_with_the_module() -> None:
     code = (
-        "import sys, micro_rag_mcp.readers\n"
+        "import sys, micro_rag_mcp.ingest.readers\n"
         "heavy = ('pypdfium2', 'pypdf', 'docx', 'charset_normalizer', 'openpyxl', 'pptx',"
         " 'selectolax', 'lxml')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
@@ -234,8 +234,8 @@ def test_aes_pdf_is_read_without_the_cryptography_package(tmp_path: Path) -> Non
         sys.modules["cryptography"] = None  # makes `import cryptography` fail
         sys.modules["Crypto"] = None        # and pycryptodome
         from pathlib import Path
-        from micro_rag_mcp.errors import ReadError
-        from micro_rag_mcp.readers import read_document
+        from micro_rag_mcp.core.errors import ReadError
+        from micro_rag_mcp.ingest.readers import read_document
         for name in sys.argv[1:]:
             try:
                 print(read_document(Path(name), max_bytes=10**8).text)
@@ -255,7 +255,7 @@ def test_aes_pdf_is_read_without_the_cryptography_package(tmp_path: Path) -> Non
 
 
 def test_image_only_pdf_without_ocr_says_how_to_read_it(tmp_path: Path) -> None:
-    from micro_rag_mcp.readers.pdf import read_pdf
+    from micro_rag_mcp.ingest.readers.pdf import read_pdf
 
     with pytest.raises(ReadError) as info:
         read_pdf(make_image_only_pdf(tmp_path / "scan.pdf", pages=2), ocr=False)
@@ -294,7 +294,7 @@ def test_failing_page_is_logged_and_left_empty(
 
     monkeypatch.setattr(PdfTextPage, "get_text_range", flaky)
     path = make_pdf(tmp_path / "flaky.pdf", PAGES)
-    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.readers"):
+    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.ingest.readers"):
         doc = read(path)
     assert len(doc.page_starts) == 3
     assert "banana" not in doc.text
@@ -307,7 +307,7 @@ def test_pdf_extraction_stops_at_the_page_cap(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = make_pdf(tmp_path / "three.pdf", PAGES)
-    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.readers"):
+    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.ingest.readers"):
         doc = read_pdf(path, max_pages=2)
     assert len(doc.page_starts) == 2
     assert "banana" in doc.text and "cherry" not in doc.text
@@ -318,7 +318,7 @@ def test_pdf_extraction_stops_when_the_time_budget_is_spent(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = make_pdf(tmp_path / "three.pdf", PAGES)
-    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.readers"):
+    with caplog.at_level(logging.WARNING, logger="micro_rag_mcp.ingest.readers"):
         doc = read_pdf(path, time_budget=0.0)
     assert doc.page_starts == (0,)
     assert "orchard" in doc.text and "banana" not in doc.text

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from micro_rag_mcp.catalog import StoredChunk
-from micro_rag_mcp.chunking import Locator, chunk_text
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument, NotIndexed
-from micro_rag_mcp.readers import read_document
-from micro_rag_mcp.reading import stitch, window
+from micro_rag_mcp.core.errors import InvalidArgument, NotIndexed
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.local.catalog import StoredChunk
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.search.reading import stitch, window
+from micro_rag_mcp.text.chunking import Locator, chunk_text
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 
 # -- the pure core: chunks of a text, stitched ------------------------------------------

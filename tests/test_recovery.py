@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.catalog import SCHEMA_VERSION
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import IndexWriteError
+from micro_rag_mcp.core.errors import IndexWriteError
+from micro_rag_mcp.local.catalog import SCHEMA_VERSION
+from micro_rag_mcp.local.engine import Engine
 from tests.conftest import fail_listing, make_settings
 from tests.fakes import FakeEmbedder
 
@@ -139,9 +139,9 @@ def test_read_only_index_folder_reindex_fails_clearly_and_search_keeps_serving(
 FULL_DISK = """
 import resource, signal, sys
 from pathlib import Path
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import MicroRagError
-from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.core.errors import MicroRagError
+from micro_rag_mcp.core.settings import Settings
 from tests.fakes import FakeEmbedder
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 data = Path(sys.argv[1])
@@ -201,7 +201,7 @@ def test_a_full_disk_at_start_up_never_sets_a_healthy_catalog_aside(indexed: Pat
 def test_a_failed_vector_save_is_written_by_the_next_reindex(
     indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import micro_rag_mcp.vectors as vectors_module
+    import micro_rag_mcp.local.vectors as vectors_module
 
     (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
     eng = fresh_engine(indexed)
@@ -237,8 +237,8 @@ def assert_vectors_match_text(data: Path) -> None:
     """Every chunk's vector is the embedding of its own text."""
     import numpy as np
 
-    from micro_rag_mcp.vector_text import embedding_text
-    from micro_rag_mcp.vectors import VectorStore
+    from micro_rag_mcp.local.vectors import VectorStore
+    from micro_rag_mcp.text.vector_text import embedding_text
 
     conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
     rows = list(conn.execute("SELECT vkey, title, text FROM chunks"))

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from micro_rag_mcp.server import build_server
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import DEADLINE_S, make_settings
 from tests.fakes import GatedEmbedder
 from tests.mcpkit import complete, until, wait_for_index

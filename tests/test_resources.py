@@ -15,8 +15,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_types import ResourceTemplateReference, ResourceUpdatedNotification
 
-from micro_rag_mcp.resource_uri import TEMPLATE, resource_uri
-from micro_rag_mcp.server import build_server
+from micro_rag_mcp.serve.resource_uri import TEMPLATE, resource_uri
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.mcpkit import run_client, wait_idle
@@ -249,8 +249,8 @@ class _Heard:
 def test_a_change_made_before_the_first_look_is_announced(data: Path) -> None:
     """The versions seen as the store opens are the baseline: a pass that ends before the
     follower first looks (a fast first reindex on a loaded machine) is still announced."""
-    from micro_rag_mcp.engine import Engine
-    from micro_rag_mcp.resources import Documents
+    from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.serve.resources import Documents
 
     _folder(data)
     engine = Engine(make_settings(data), FakeEmbedder)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.errors import InvalidArgument
-from micro_rag_mcp.ignore import ignored, parse_rules
-from micro_rag_mcp.scanner import PathGlob, ScanRules, scan
+from micro_rag_mcp.core.errors import InvalidArgument
+from micro_rag_mcp.ingest.ignore import ignored, parse_rules
+from micro_rag_mcp.ingest.scanner import PathGlob, ScanRules, scan
 from tests.conftest import fail_listing
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import InvalidArgument
-from micro_rag_mcp.scope import parse_scope, parse_time
-from micro_rag_mcp.vectors import SUBSET_EXACT, VectorStore
+from micro_rag_mcp.core.errors import InvalidArgument
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.vectors import SUBSET_EXACT, VectorStore
+from micro_rag_mcp.search.scope import parse_scope, parse_time
 from tests.mcpkit import run_client
 
 DAY = 86_400 * 10**9
@@ -139,7 +139,7 @@ def test_the_search_tool_takes_a_scope_and_refuses_a_bad_one(data: Path) -> None
 
 def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "micro_rag_mcp.cli", "search", str(data), "comet",
+        [sys.executable, "-m", "micro_rag_mcp.cli.app", "search", str(data), "comet",
          "--path-glob", "a/*", "--modified-before", "tomorrow"],
         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -165,8 +165,8 @@ def test_a_scope_of_every_file_ranks_as_no_scope(engine: Engine, data: Path) -> 
 
 
 def test_a_milvus_store_refuses_a_scope_in_one_sentence(tmp_path: Path) -> None:
-    from micro_rag_mcp.milvus_engine import MilvusEngine
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.milvus.engine import MilvusEngine
     from micro_rag_mcp.store import parse_store_url
     from tests.fakes import FakeEmbedder
 

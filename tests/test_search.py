@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.fusion import convex, rrf
-from micro_rag_mcp.keywords import MAX_SEARCHED_TERMS, searched_terms
-from micro_rag_mcp.search import STOPWORDS, SearchParams, fts_query, query_terms
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.keywords import MAX_SEARCHED_TERMS, searched_terms
+from micro_rag_mcp.local.search import STOPWORDS, SearchParams, fts_query, query_terms
+from micro_rag_mcp.search.fusion import convex, rrf
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [

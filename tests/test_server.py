@@ -14,9 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from micro_rag_mcp.fsutil import WriterLock
-from micro_rag_mcp.server import build_server
-from micro_rag_mcp.settings import DOC_EXTS
+from micro_rag_mcp.core.fsutil import WriterLock
+from micro_rag_mcp.core.settings import DOC_EXTS
+from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 
@@ -326,7 +326,7 @@ def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> Non
 HOLD_LOCK = """
 import os, sys
 from pathlib import Path
-from micro_rag_mcp.fsutil import WriterLock
+from micro_rag_mcp.core.fsutil import WriterLock
 path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
 lock = WriterLock(path); lock.acquire()
 lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
@@ -361,7 +361,7 @@ class Opened:
 def test_the_store_is_opened_only_after_the_handshake_is_answered() -> None:
     from types import SimpleNamespace
 
-    from micro_rag_mcp.server import Later, StartAfterHandshake
+    from micro_rag_mcp.serve.server import Later, StartAfterHandshake
 
     made: list[Opened] = []
 

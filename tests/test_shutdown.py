@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.embedder import DIMENSION
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.test_e2e_stdio import server_params
 

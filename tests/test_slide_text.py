@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.readers import read_document
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import Slide, make_pptx
 
 CODES = [

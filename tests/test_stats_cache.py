@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from micro_rag_mcp.catalog import Catalog, FileRecord, NewChunk
-from micro_rag_mcp.stats_cache import StatsCache
+from micro_rag_mcp.local.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.local.stats_cache import StatsCache
 
 
 def record(path: str) -> FileRecord:
@@ -42,7 +42,7 @@ def test_counts_follow_a_write_from_another_process(tmp_path: Path) -> None:
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from micro_rag_mcp.catalog import Catalog\n"
+        "from micro_rag_mcp.local.catalog import Catalog\n"
         "from tests.test_stats_cache import chunks, record\n"
         "Catalog.open(Path(sys.argv[1])).store_file(record('b.txt'), chunks('x', 'y', 'z'))\n"
     )

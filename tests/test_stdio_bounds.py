@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
+from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
 MIB = 1024 * 1024

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from micro_rag_mcp.stemming import stemmed, words
+from micro_rag_mcp.text.stemming import stemmed, words
 
 TEXT = (
     "The Café's generalizations: running, runs and ran; caresses, ponies, flies, dying. "

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.errors import ReadError
-from micro_rag_mcp.isolation import (
+from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.isolation import (
     READER_MEMORY_MAX_BYTES,
     READER_MEMORY_MIN_BYTES,
     IsolatedReader,
     reader_memory_bytes,
 )
-from micro_rag_mcp.readers import read_document
-from micro_rag_mcp.readers.guards import MAX_TEXT_CHARS, TEXT_FLOOR_CHARS, text_bound
+from micro_rag_mcp.ingest.readers import read_document
+from micro_rag_mcp.ingest.readers.guards import MAX_TEXT_CHARS, TEXT_FLOOR_CHARS, text_bound
+from micro_rag_mcp.local.engine import Engine
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.hostilefactory import (

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.chunking import Locator
-from micro_rag_mcp.readers import Document, read_document
+from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_xlsx
 
 Rows = Sequence[Sequence[object]]

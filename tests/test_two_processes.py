@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from micro_rag_mcp.fsutil import lock_is_held, read_progress
+from micro_rag_mcp.core.fsutil import lock_is_held, read_progress
 from tests.test_e2e_stdio import server_params, wait_idle
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.catalog import Catalog
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.vector_cache import VectorCache
-from micro_rag_mcp.vectors import VectorStore
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.vectors import VectorStore
 from tests.fakes import FakeEmbedder
 from tests.test_indexer import write
 

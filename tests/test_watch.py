@@ -19,9 +19,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from micro_rag_mcp.changes import ChangeFilter, ChangeQueue
-from micro_rag_mcp.engine import Engine
-from micro_rag_mcp.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING, network_fs
+from micro_rag_mcp.local.changes import ChangeFilter, ChangeQueue
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING, network_fs
 from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
 from tests.test_e2e_stdio import server_params, wait_idle
@@ -125,7 +125,7 @@ def test_a_file_written_in_pieces_is_indexed_whole(data: Path) -> None:
 def test_changes_that_cannot_matter_trigger_no_work(
     data: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="micro_rag_mcp.watch")
+    caplog.set_level(logging.DEBUG, logger="micro_rag_mcp.local.watch")
     write(data / ".gitignore", "logs/\n")
     with following(data) as eng:
         write(data / "logs" / "app.txt", "An ignored folder is never indexed.")

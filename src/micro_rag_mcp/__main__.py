@@ -1,3 +1,3 @@
-from micro_rag_mcp.main import main
+from micro_rag_mcp.serve.main import main
 
 raise SystemExit(main())

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from micro_rag_mcp.errors import ConfigError
-from micro_rag_mcp.reading import DEFAULT_MAX_CHARS
-from micro_rag_mcp.results import (
+from micro_rag_mcp.core.errors import ConfigError
+from micro_rag_mcp.core.results import (
     IndexState,
     IndexSummary,
     ProgressFn,
@@ -26,15 +25,16 @@ from micro_rag_mcp.results import (
     SearchOutcome,
     TextPassage,
 )
+from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from micro_rag_mcp.embedder import Embedder
-    from micro_rag_mcp.listing import FileListing
-    from micro_rag_mcp.scope import SearchScope
-    from micro_rag_mcp.search import SearchParams
-    from micro_rag_mcp.settings import Settings
+    from micro_rag_mcp.core.listing import FileListing
+    from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.local.search import SearchParams
+    from micro_rag_mcp.model.embedder import Embedder
+    from micro_rag_mcp.search.scope import SearchScope
 
 STORE_FORMAT = "milvus://HOST:PORT/DB?collection=NAME"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
@@ -167,9 +167,9 @@ def open_store(
     names, indexing ``folder`` (None: a store that only searches and reads), ranking by
     ``params`` (None: the defaults)."""
     if config is None:
-        from micro_rag_mcp.engine import Engine
+        from micro_rag_mcp.local.engine import Engine
 
         return Engine(settings, load_embedder, params=params)
-    from micro_rag_mcp.milvus_engine import MilvusEngine
+    from micro_rag_mcp.milvus.engine import MilvusEngine
 
     return MilvusEngine(settings, load_embedder, config, folder=folder, params=params)

@@ -1,0 +1,1 @@
+"""The `micro-rag` command line."""

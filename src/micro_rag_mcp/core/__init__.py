@@ -1,0 +1,1 @@
+"""Values, errors, settings and small file utilities every part uses."""

@@ -1,0 +1,144 @@
+"""Tool arguments taken exactly as the input schema states them, refused in plain words.
+
+A tool's arguments are checked against a strict copy of its argument model: a string is
+not an integer or a boolean, and a name the schema does not list is refused rather than
+dropped. JSON has one number type, so an integer passes for a number and an integral
+number (``3.0``) for an integer. Every problem becomes one sentence that names the
+parameter and the value given, which is what a model needs to correct its call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
+
+from micro_rag_mcp.core.errors import InvalidArgument
+
+_KINDS = {
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean",
+    "string_type": "a string",
+}
+_BOUNDS = {"greater_than_equal", "less_than_equal"}
+_SHOWN_CHARS = 80  # of a value quoted back
+
+# The longest strings the tools and the CLI take. A query is embedded as its first 256
+# word pieces (about 1,000 characters); a path or a glob as long as the longest path
+# Linux opens. Unbounded, a 50 MB query cost 73 s and 1.6 GB, a 50 MB glob 246 s and 8 GB.
+MAX_QUERY_CHARS = 2_000
+MAX_PATH_CHARS = 4_096
+MAX_GLOB_CHARS = 4_096
+_NAMED_UNKNOWN = 10  # unknown names quoted back
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def strict_model(model: type[M]) -> type[M]:
+    """The same fields, description and JSON schema title, validated strictly.
+
+    Unknown names are refused, which the schema states as ``additionalProperties: false``.
+    """
+    title = model.model_config.get("title") or model.__name__
+    config = ConfigDict(strict=True, extra="forbid", title=title)
+    return type(model.__name__, (model,), {"model_config": config, "__module__": model.__module__})
+
+
+def check_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as validated by ``model``, keyed by their wire names.
+
+    Raises ``InvalidArgument`` with one line per problem.
+    """
+    try:
+        checked = model.model_validate(_integral_numbers(model, arguments))
+    except ValidationError as e:
+        raise InvalidArgument("\n".join(_sentences(model, e.errors()))) from None
+    return checked.model_dump(by_alias=True, exclude_unset=True)
+
+
+def too_long(name: str, limit: int, length: int) -> str:
+    """The sentence for a string over its limit, in tool calls and on the command line."""
+    return f"{name} must be at most {limit:,} characters (got {length:,})"
+
+
+def shown(value: Any) -> str:
+    """A value as JSON, cut short: what the caller sent, as the caller wrote it."""
+    if isinstance(value, str):
+        value = value[:_SHOWN_CHARS]  # not a copy of a 50 MB string to quote 80 of it
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[: _SHOWN_CHARS - 1]}…"
+
+
+def _integral_numbers(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """``3.0`` for an integer parameter is the JSON number 3."""
+    out = dict(arguments)
+    for name, field in _fields_by_wire_name(model).items():
+        value = out.get(name)
+        if field.annotation is int and type(value) is float and value.is_integer():
+            out[name] = int(value)
+    return out
+
+
+def _sentences(model: type[BaseModel], errors: list[ErrorDetails]) -> list[str]:
+    fields = _fields_by_wire_name(model)
+    sentences: list[str] = []
+    named: set[str] = set()
+    unknown: list[str] = []
+    for error in errors:
+        name = str(error["loc"][0]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            unknown.append(name)
+        elif name not in named:  # one sentence per parameter: its first problem
+            named.add(name)
+            sentences.append(_sentence(name, fields.get(name), error))
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        names = ", ".join(shown(n) for n in unknown[:_NAMED_UNKNOWN])
+        if len(unknown) > _NAMED_UNKNOWN:
+            names += f" and {len(unknown) - _NAMED_UNKNOWN} more"
+        sentences.append(
+            f"unknown argument{plural} {names}; the parameters are {', '.join(fields)}"
+        )
+    return sentences
+
+
+def _sentence(name: str, field: FieldInfo | None, error: ErrorDetails) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        return f"{name} is required"
+    got = f"(got {shown(value)})"
+    if kind in _KINDS:
+        nullable = field is not None and not field.is_required() and field.default is None
+        return f"{name} must be {_KINDS[kind]}{' or null' if nullable else ''} {got}"
+    if kind in _BOUNDS and field is not None and (bounds := _range(field)):
+        return f"{name} must be {bounds} {got}"
+    if kind == "string_too_short":
+        return f"{name} must contain some text {got}"
+    if kind == "string_too_long":
+        return too_long(name, int((error.get("ctx") or {})["max_length"]), len(str(value)))
+    return f"{name}: {error['msg'][:1].lower()}{error['msg'][1:]} {got}"
+
+
+def _range(field: FieldInfo) -> str | None:
+    low = next((m.ge for m in field.metadata if isinstance(m, annotated_types.Ge)), None)
+    high = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), None)
+    if low is not None and high is not None:
+        return f"between {low:g} and {high:g}"
+    if low is not None:
+        return f"at least {low:g}"
+    if high is not None:
+        return f"at most {high:g}"
+    return None
+
+
+def _fields_by_wire_name(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    return {field.alias or name: field for name, field in model.model_fields.items()}

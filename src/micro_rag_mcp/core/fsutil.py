@@ -1,0 +1,210 @@
+"""Small file-system helpers: atomic writes, the writer's lock and the watcher's."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from micro_rag_mcp.core.errors import IndexBusy, IndexWriteError
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a crash leaves the old file or the new one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or unlink in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+
+
+class WriterLock:
+    """An exclusive ``flock`` on ``index.lock``, held by whoever writes the index.
+
+    The kernel drops the lock when the holder's file is closed or its process dies, so
+    it can never go stale. The holder keeps a one-line JSON progress record in the file,
+    which a refused caller reads to say how far the running reindex is; the record of a
+    holder that was killed stays behind, so it is believed only while the lock is held.
+    """
+
+    def __init__(self, path: Path, *, patience_s: float = 2.0, report_every_s: float = 0.2) -> None:
+        self.path = path
+        self.pid = os.getpid()
+        self.patience_s = patience_s  # how long readers probing the lock may delay us
+        self.report_every_s = report_every_s
+        self._fd: int | None = None
+        self._width = 0
+        self._reported: tuple[object, float] = (None, 0.0)  # phase and time of the last write
+
+    def acquire(self) -> None:
+        """Take the lock or raise IndexBusy; never waits for a running reindex.
+
+        A reader probing the lock (``lock_is_held``) holds it shared for an instant;
+        that delays the writer (up to ``patience_s``) rather than refusing it.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise IndexWriteError(f"cannot open {self.path}: {e.strerror}") from e
+        deadline = time.monotonic() + self.patience_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in _BUSY:
+                    os.close(fd)
+                    raise IndexWriteError(f"cannot lock {self.path}: {e.strerror}") from e
+                if _held_exclusively(fd):
+                    os.close(fd)
+                    raise IndexBusy(describe_holder(self.path)) from e
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise IndexBusy(
+                        "another process held the index lock for a moment; try again"
+                    ) from e
+            time.sleep(0.01)
+        self._fd = fd
+        # A killed holder's record may be longer than ours: pad over all of it.
+        with contextlib.suppress(OSError):
+            self._width = os.fstat(fd).st_size
+        self.report({"pid": self.pid, "phase": "starting"})
+
+    def report(self, progress: dict[str, Any]) -> None:
+        """Overwrite the progress record (best effort: a full disk must not stop indexing).
+
+        Written in place over the old record, padded to its length, so a reader never
+        finds the file empty or half one record and half another. Within one phase, at
+        most every ``report_every_s`` (a pass over many unchanged files reports often),
+        and its last record.
+        """
+        if self._fd is None:
+            return
+        phase, now = progress.get("phase"), time.monotonic()
+        last_phase, last_at = self._reported
+        ends = progress.get("done") == progress.get("total")  # a phase's last record is kept
+        if phase == last_phase and now - last_at < self.report_every_s and not ends:
+            return
+        self._reported = (phase, now)
+        body = json.dumps(progress, sort_keys=True)
+        line = (body.ljust(self._width - 1) + "\n").encode()
+        self._width = max(self._width, len(line))
+        with contextlib.suppress(OSError):
+            os.pwrite(self._fd, line, 0)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, 0)
+        os.close(self._fd)  # closing drops the flock
+        self._fd = None
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _held_exclusively(fd: int) -> bool:
+    """Whether a writer holds the lock: a shared lock is refused only by an exclusive one."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in _BUSY
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether a writer holds the lock at ``path`` now, as the kernel sees it.
+
+    A holder that died holds nothing, whatever its record says.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return _held_exclusively(fd)
+    finally:
+        os.close(fd)  # closing drops a shared lock we may have taken
+
+
+def read_progress(path: Path) -> dict[str, Any] | None:
+    """The progress record the lock holder wrote, if it can be read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "null")
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def holder_progress(path: Path) -> dict[str, Any] | None:
+    """The progress of a reindex running in another process, or None if none runs.
+
+    Whether one runs is the lock's answer; the record only says how far it is, and is
+    empty while a holder has not written one yet.
+    """
+    if not lock_is_held(path):
+        return None
+    return read_progress(path) or {}
+
+
+def describe_holder(path: Path) -> str:
+    """A sentence saying who holds the lock and how far it is."""
+    p = read_progress(path) if lock_is_held(path) else None
+    if not p:
+        return "a reindex is already running on this index; try again when it finishes"
+    who = "this server" if p.get("pid") == os.getpid() else f"process {p.get('pid', '?')}"
+    phase = p.get("phase", "working")
+    done, total = p.get("done"), p.get("total")
+    where = f" {done}/{total}" if done is not None and total else ""
+    return (
+        f"a reindex is already running on this index ({who}: {phase}{where}); "
+        "try again when it finishes"
+    )
+
+
+def try_lock(path: Path) -> int | None:
+    """A descriptor holding an exclusive ``flock`` on ``path``, or None if another holds it.
+
+    Closing the descriptor (or the end of the process) releases it. Raises OSError when
+    the file cannot be opened or locked for another reason than a holder.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in _BUSY:
+            return None
+        raise
+    return fd

@@ -1,0 +1,176 @@
+"""The values the core hands to its callers: hits, progress, index state, reports.
+
+The server (and any other front end) reads these and nothing deeper; they are plain
+frozen dataclasses and one enum, built by the engine and its parts.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from micro_rag_mcp.local.catalog import StoredChunk
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    phase: str  # "reading" or "embedding"
+    done: int
+    total: int
+    item: str = ""
+    waiting_for: str = ""  # the pass a caller waits for ("start-up"), or "" for its own
+    embedded: int = 0  # chunks this pass has embedded so far; embedding runs while reading
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk: StoredChunk
+    score: float | None  # cosine similarity, None when the chunk has no vector yet
+    fused: float
+    channels: tuple[str, ...]
+    stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
+    context: tuple[str, str] = ("", "")  # the file's text just before and after (anchors)
+
+
+class ModelState(enum.StrEnum):
+    """Where the embedding model is: LOADING until a load ends (or first starts), then
+    READY or FAILED for good."""
+
+    READY = "ready"
+    LOADING = "loading"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexState:
+    indexing: bool
+    phase: str | None
+    done: int | None
+    total: int | None
+    files_indexed: int
+    files_failed: int
+    chunks_total: int
+    chunks_with_vectors: int
+    model: ModelState
+    model_error: str | None = None  # why the model FAILED
+    watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
+    queued: int = 0  # changed paths waiting to be refreshed
+    queue_fault: str | None = None  # why they wait, while refreshing them fails
+
+    @property
+    def model_status(self) -> str:
+        """``ready``, ``loading`` or ``unavailable: <reason>``, as a client reads it."""
+        if self.model is ModelState.FAILED:
+            return f"unavailable: {self.model_error}"
+        return self.model.value
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexReport:
+    files_added: int
+    files_updated: int
+    files_removed: int
+    files_unchanged: int
+    files_failed: list[tuple[str, str]]
+    chunks_total: int
+    chunks_embedded: int
+    elapsed_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A store's answer to one query: the hits, and whether any of them is a good match."""
+
+    hits: list[Hit]
+    no_good_match: bool = False  # see ``fusion.no_good_match``
+
+
+NO_GOOD_MATCH = (
+    "no good match: no passage holds the query's rare words and none is close in meaning; "
+    "the folder may not hold what was asked (the results are only the nearest there are)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: list[Hit]
+    state: IndexState
+    notices: list[str] = field(default_factory=list)
+    no_good_match: bool = False  # see ``fusion.no_good_match``
+
+
+@dataclass(frozen=True, slots=True)
+class TextPassage:
+    """A stretch of one indexed file's extracted text, as ``read`` returns it."""
+
+    path: str
+    ext: str
+    mtime_ns: int
+    text: str
+    char_start: int
+    char_end: int
+    next_char_start: int | None  # where the next call starts; None once the range is done
+    total_chars: int
+    page: int | None  # page where the text starts (PDF)
+    line_start: int | None  # lines of the text (text files, DOCX)
+    line_end: int | None
+    notices: list[str] = field(default_factory=list)
+    changed: bool | None = None  # read by anchor: the passage was edited since
+    similarity: float | None = None  # read by anchor: how much of it is left in place
+
+
+@dataclass(frozen=True, slots=True)
+class WriterInfo:
+    """The process holding the index's write lock, and how far its pass is."""
+
+    pid: int | None
+    phase: str
+    done: int | None
+    total: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSummary:
+    """What an index folder holds, as ``status`` tells it."""
+
+    index_folder: str
+    files_indexed: int
+    files_failed: int
+    failed: list[tuple[str, str]]  # path, reason
+    chunks: int
+    chunks_with_vectors: int  # in the saved vector file
+    vector_model: str | None  # what the vectors were made with
+    chunking: str | None
+    size_bytes: int | None  # None: the store does not tell a client (Milvus)
+    last_indexed_at: float | None  # when a file's text was last stored
+    writer: WriterInfo | None  # None: nobody is writing the index
+
+
+def state_notices(state: IndexState) -> list[str]:
+    """What a search says about the index beside its results (either store)."""
+    notices: list[str] = []
+    if state.indexing:
+        where = f" ({state.phase} {state.done}/{state.total})" if state.total else ""
+        notices.append(f"indexing is running{where}; results may be incomplete")
+    if state.files_indexed == 0 and not state.indexing:
+        notices.append(
+            "no documents are indexed: the folder has no readable files of the "
+            "configured types, or reindex has not run"
+        )
+    if state.queue_fault is not None:
+        many = state.queued != 1
+        notices.append(
+            f"{state.queued} change{'s' if many else ''} of the folder wait{'' if many else 's'}: "
+            f"{state.queue_fault}; {'they are' if many else 'it is'} retried until it works"
+        )
+    missing = state.chunks_total - state.chunks_with_vectors
+    if missing > 0 and state.model is ModelState.READY:
+        notices.append(
+            f"{missing} of {state.chunks_total} chunks have no vector yet; "
+            "those can only match by keyword and carry no score"
+        )
+    return notices

@@ -1,0 +1,63 @@
+"""The one settings object, built once by the CLI and passed down."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from micro_rag_mcp.ingest.readers import group_suffixes
+
+# Document formats, indexed by default (group "docs"), and source code (group "code"),
+# indexed only when asked for: the formats of readers.FORMATS that can be read here.
+DOC_EXTS: tuple[str, ...] = group_suffixes("docs")
+CODE_EXTS: tuple[str, ...] = group_suffixes("code")
+EXT_GROUPS: dict[str, tuple[str, ...]] = {"docs": DOC_EXTS, "code": CODE_EXTS}
+DEFAULT_EXTS = DOC_EXTS
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 200
+DEFAULT_MAX_FILE_MB = 100.0
+DEFAULT_POLL_S = 30.0
+
+Precision = Literal["fp32", "int8"]
+WatchMode = Literal["auto", "poll", "off"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a server instance needs to know, resolved and validated."""
+
+    data_folder: Path
+    index_folder: Path
+    title: str = "micro-rag-mcp"
+    instructions: str = ""
+    exts: tuple[str, ...] = DEFAULT_EXTS
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    max_file_bytes: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
+    model_wait_s: float = 5.0
+    read_timeout_s: float = 120.0  # a file whose reading takes longer is skipped
+    exclude: tuple[str, ...] = ()  # .gitignore-style patterns left out of the index
+    skip_dirs: frozenset[str] = field(
+        default_factory=lambda: frozenset({"node_modules", "__pycache__"})
+    )
+    # "auto": watch the folder, scanning it every poll_interval_s if it cannot be watched;
+    # "poll": always scan; "off": index only at start-up and on a reindex.
+    watch: WatchMode = "auto"
+    # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
+    model_precision: Precision = "fp32"
+    poll_interval_s: float = DEFAULT_POLL_S
+
+    @property
+    def scope_record(self) -> str:
+        """Which files the index takes (types, exclusions, size limit), as recorded in it so
+        that ``micro-rag index`` follows a server's flags unless told otherwise."""
+        return json.dumps(
+            {"exts": self.exts, "exclude": self.exclude, "max_file_bytes": self.max_file_bytes}
+        )
+
+    @property
+    def chunking_id(self) -> str:
+        """The chunking half of the run identity: how files become stored chunks."""
+        return f"chars:{self.chunk_size}/{self.chunk_overlap};titles:2"

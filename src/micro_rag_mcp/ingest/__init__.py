@@ -1,0 +1,1 @@
+"""From files to text: the readers, the folder scan, ignore rules, the isolated reader process."""

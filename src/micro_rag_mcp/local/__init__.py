@@ -1,0 +1,1 @@
+"""The local backend: SQLite catalog, FAISS vectors, the writer, its pipeline, the watcher."""

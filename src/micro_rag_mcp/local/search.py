@@ -1,0 +1,264 @@
+"""Hybrid retrieval: FAISS and FTS5 candidates, fused on their scores.
+
+Each channel proposes its best ``depth`` chunks; ``fusion.fuse`` ranks them (how, and
+why, is told there). Scores, not ranks, are fused: a rare exact term that the keyword
+channel finds far ahead of everything else keeps that lead, where reciprocal rank fusion
+would flatten it to "rank 1" and let merely similar chunks overtake it. A channel that
+finds nothing adds nothing to anyone.
+
+``score`` is always the cosine similarity of the chunk to the query, whichever channel
+found it, so ``score_threshold`` means one thing. The threshold cuts only passages the
+keyword channel did not find: a passage that contains the query's words is kept on that
+evidence (an identifier, a name, a word in a script the vector model does not know can
+have a low cosine and still be exactly what was asked for). A chunk with no vector yet
+(indexing in progress) carries no score.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from micro_rag_mcp.core.results import Found, Hit
+from micro_rag_mcp.local.catalog import Catalog, StoredChunk
+from micro_rag_mcp.local.keywords import STOPWORDS, idf_sum, or_query, searched_terms
+from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams, fuse
+from micro_rag_mcp.search.scope import Resolved
+from micro_rag_mcp.text.cjk import query_grams
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# Distinct words a query is read for: a bound against hostile input only (a paragraph has
+# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
+MAX_QUERY_TERMS = 1024
+_TERM = re.compile(r"\w+", re.UNICODE)
+DEFAULT_PARAMS = SearchParams()
+__all__ = ["STOPWORDS", "Candidates", "Ranking", "SearchParams", "fuse", "hybrid_search"]
+
+
+def fts_query(
+    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
+) -> str | None:
+    """An FTS5 expression that matches any word of ``text``, safe for any input.
+
+    Every term is a quoted string, so FTS5 syntax in the query (``NEAR(``, ``AND``, ``*``,
+    ``-``, ``"``) is only ever text. Words in ``stopwords`` are left out unless the text
+    has no other word. Returns None when the text has no word at all.
+    """
+    terms = query_terms(text, max_terms, stopwords)
+    return or_query(terms) if terms else None
+
+
+def query_terms(
+    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
+) -> list[str]:
+    """The distinct words of ``text`` a keyword channel looks for, lower-cased, in order.
+
+    Words in ``stopwords`` are left out unless the text has no other word.
+    """
+    seen: dict[str, None] = {}
+    stopped: dict[str, None] = {}
+    for term in _TERM.findall(text.lower()):
+        term = term.strip("_")
+        if not term or term in seen:
+            continue
+        if term in stopwords:
+            if len(stopped) < max_terms:
+                stopped[term] = None
+            continue
+        seen[term] = None
+        if len(seen) >= max_terms:
+            break
+    return list(seen or stopped)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSide:
+    """The vector channel's part of one search: the store, the query's vector, its hits
+    (vector keys, see ``vector_text``). Chunks are found through the keys they carry."""
+
+    store: VectorStore
+    query_vector: npt.NDArray[np.float32]
+    hits: list[tuple[int, float]]
+    within: npt.NDArray[np.int64] | None = None  # a scope's chunk ids, sorted
+
+    def chunk_hits(self, catalog: Catalog, limit: int) -> list[tuple[int, float]]:
+        """The hits as chunks, best first: every chunk of a hit's text (in the scope, if
+        one is given: a text shared by a file outside it is not its), up to ``limit``."""
+        chunks = catalog.chunks_of_keys([key for key, _ in self.hits])
+        found = [(cid, cos) for key, cos in self.hits for cid in chunks.get(key, ())]
+        if self.within is not None:
+            if self.within.size == 0:
+                return []
+            import numpy as np
+
+            ids = np.asarray([cid for cid, _ in found], dtype=np.int64)
+            at = np.minimum(np.searchsorted(self.within, ids), self.within.size - 1)
+            inside = self.within[at] == ids
+            found = [hit for hit, keep in zip(found, inside.tolist(), strict=True) if keep]
+        return found[:limit]
+
+    def similarity(self, catalog: Catalog, ids: Sequence[int]) -> dict[int, float]:
+        """The query's cosine to each given chunk whose text has a vector."""
+        keys = catalog.keys_of(ids)
+        cosine = self.store.similarity(self.query_vector, list(set(keys.values())))
+        return {cid: cosine[key] for cid, key in keys.items() if key in cosine}
+
+
+def hybrid_search(
+    catalog: Catalog,
+    vectors: VectorStore | None,
+    query: str,
+    query_vector: npt.NDArray[np.float32] | None,
+    *,
+    top_k: int,
+    score_threshold: float,
+    params: SearchParams = DEFAULT_PARAMS,
+    within: Resolved | None = None,
+) -> Found:
+    """The best ``top_k`` chunks for the query, from every channel that is available
+    (from the files of ``within`` only, if given).
+
+    Candidates are fused first; rows (text and citation) are then fetched best first, a
+    window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
+    """
+    side = None
+    if query_vector is not None and vectors is not None and "vector" in params.channels:
+        keys = within.keys if within is not None else None
+        hits = vectors.search(query_vector, params.depth, keys)
+        chunks = within.chunk_ids if within is not None else None
+        side = VectorSide(vectors, query_vector, hits, chunks)
+    return search_beside(
+        catalog,
+        query,
+        lambda: side,
+        top_k=top_k,
+        score_threshold=score_threshold,
+        params=params,
+        files=within.file_ids if within is not None else None,
+    )
+
+
+def search_beside(
+    catalog: Catalog,
+    query: str,
+    vector_side: Callable[[], VectorSide | None],
+    *,
+    top_k: int,
+    score_threshold: float,
+    params: SearchParams = DEFAULT_PARAMS,
+    files: Sequence[int] | None = None,
+) -> Found:
+    """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
+    (None: it did not run). It is asked once the keyword channel is done, so a caller that
+    starts the query's embedding and vector search in another thread first has both
+    channels run at once (SQLite, onnxruntime and FAISS let go of the GIL). With
+    ``files``, the keyword channel takes chunks of those file ids only; the vector side
+    is expected to keep to the same scope.
+    """
+    with catalog.snapshot():
+        keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
+        side = vector_side() if "vector" in params.channels else None
+        vector_hits = side.chunk_hits(catalog, params.depth) if side is not None else []
+        cosine = dict(vector_hits)
+        heads: dict[int, int] = {}
+        head_cosine: dict[int, float] = {}
+        if side is not None:
+            # Keyword candidates get their cosine too: the threshold and the fusion use it.
+            unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
+            cosine.update(side.similarity(catalog, unscored))
+            if params.fusion != "rrf" and params.head_weight != 0:
+                # Every candidate's: a passage without a vector is judged by its file's.
+                heads = catalog.head_ids(list(cosine.keys() | {cid for cid, _ in keyword_hits}))
+                missing = [h for h in set(heads.values()) if h not in cosine]
+                head_cosine = side.similarity(catalog, missing)
+        ranking = fuse(
+            Candidates(
+                vector=vector_hits,
+                keyword=keyword_hits,
+                cosine=cosine,
+                heads=heads,
+                head_cosine=head_cosine,
+                vector_ran=side is not None,
+                keyword_ran=keyword_ran,
+                keyword_idf=keyword_idf,
+            ),
+            params,
+        )
+        hits = best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        return Found(hits, ranking.no_good_match)
+
+
+def keyword_candidates(
+    catalog: Catalog, query: str, params: SearchParams, files: Sequence[int] | None = None
+) -> tuple[list[tuple[int, float]], bool]:
+    """The keyword channel's best ``depth`` chunks with their BM25 scores (of ``files``
+    only, if given), and whether it ran at all (the query has a word, or a CJK run, and
+    the channel is on)."""
+    hits, ran, _ = keyword_evidence(catalog, query, params, files)
+    return hits, ran
+
+
+def keyword_evidence(
+    catalog: Catalog, query: str, params: SearchParams, files: Sequence[int] | None = None
+) -> tuple[list[tuple[int, float]], bool, float]:
+    """``keyword_candidates``, and the summed idf of the words and bigrams searched."""
+    if "keyword" not in params.channels:
+        return [], False, 0.0
+    stopwords = params.stopwords if params.drop_stopwords else frozenset()
+    terms = query_terms(query, stopwords=stopwords)
+    hits: list[tuple[int, float]] = []
+    weight = 0.0
+    if terms:
+        weights = (params.title_weight, 1.0)
+        hits, weight = keyword_channel(catalog, terms, params.depth, weights, files)
+    grams = query_grams(query)
+    if grams:  # CJK runs are found by their bigrams (see cjk.py)
+        shares = catalog.term_shares(grams, table="chunks_cjk")
+        searched = searched_terms(grams, shares)
+        weight += idf_sum(searched, shares, catalog.id_span())
+        hits = _merged(hits, catalog.cjk_search(or_query(searched), params.depth, files))
+    return hits, bool(terms) or bool(grams), weight
+
+
+def _merged(
+    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Two keyword result lists as one: a chunk in both gets the sum, best first."""
+    scores = dict(first)
+    for cid, score in second:
+        scores[cid] = scores.get(cid, 0.0) + score
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def best_hits(
+    fetch: Callable[[Sequence[int]], Mapping[int, StoredChunk]],
+    ranking: Ranking,
+    top_k: int,
+    score_threshold: float,
+) -> list[Hit]:
+    """Rows of the best ranked chunks that pass the threshold, a window at a time."""
+    hits: list[Hit] = []
+    window = max(2 * top_k, 20)
+    ranked = ranking.ranked
+    for at in range(0, len(ranked), window):
+        batch = ranked[at : at + window]
+        rows = fetch(batch)
+        for cid in batch:
+            row = rows.get(cid)
+            if row is None:  # a vector whose chunk was deleted after the file was saved
+                continue
+            score = ranking.cosine.get(cid)
+            channels = ranking.found_by[cid]
+            if score is not None and score < score_threshold and "keyword" not in channels:
+                continue
+            hits.append(Hit(row, score, ranking.fused[cid], channels))
+            if len(hits) == top_k:
+                return hits
+    return hits

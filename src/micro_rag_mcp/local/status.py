@@ -1,0 +1,104 @@
+"""What an index holds, read from its folder without writing anything or loading the model."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
+from micro_rag_mcp.core.fsutil import holder_progress
+from micro_rag_mcp.core.results import IndexSummary, WriterInfo
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.text.vector_text import VECTOR_IDS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+
+def summarize(paths: IndexPaths) -> IndexSummary:
+    """Files by state, failures, chunks, saved vectors, size, last change, the writer.
+
+    Raises ``NotIndexed`` when the folder holds no catalog yet, ``IndexUnreadable`` when
+    it cannot be read.
+    """
+    if not paths.catalog.exists():
+        raise NotIndexed(f"no index in {paths.folder}")
+    try:
+        catalog = Catalog.open_reader(paths.catalog)
+    except CatalogCorrupt as e:
+        raise IndexUnreadable(f"the index in {paths.folder} cannot be read ({e})") from e
+    try:
+        with catalog.snapshot():
+            stats = catalog.stats()
+            failed = catalog.failures()
+            last = catalog.last_indexed_at()
+            vector_model = catalog.get_meta("vector_model")
+            chunking = catalog.get_meta("chunking")
+            keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
+            keys = catalog.id_keys()[1] if keyed else None
+    except sqlite3.DatabaseError as e:
+        raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
+    finally:
+        catalog.close()
+    return IndexSummary(
+        index_folder=str(paths.folder),
+        files_indexed=stats.files_indexed,
+        files_failed=stats.files_failed,
+        failed=failed,
+        chunks=stats.chunks,
+        chunks_with_vectors=_saved_vectors(paths.vectors, keys) if keys is not None else 0,
+        vector_model=vector_model,
+        chunking=chunking,
+        size_bytes=_size_on_disk(paths.folder),
+        last_indexed_at=last,
+        writer=_writer(paths.lock),
+    )
+
+
+def _saved_vectors(path: Path, keys: npt.NDArray[np.int64]) -> int:
+    """How many of the chunks (given by their vector keys) have a vector in the saved file."""
+    if not path.exists():
+        return 0
+    import faiss
+    import numpy as np
+
+    try:
+        index = faiss.deserialize_index(np.frombuffer(path.read_bytes(), dtype=np.uint8))
+        ids = VectorStore(path, int(index.d), index).ids()
+    except Exception as e:  # a torn or foreign file: the next reindex rebuilds it
+        logger.warning("%s cannot be read (%s); counting no vectors", path, e)
+        return 0
+    return int(np.isin(keys, ids).sum())
+
+
+def _size_on_disk(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue  # gone between the listing and the stat
+    return total
+
+
+def _writer(lock: Path) -> WriterInfo | None:
+    progress = holder_progress(lock)
+    if progress is None:
+        return None
+    pid = progress.get("pid")
+    done, total = progress.get("done"), progress.get("total")
+    return WriterInfo(
+        pid=pid if isinstance(pid, int) else None,
+        phase=str(progress.get("phase") or "starting"),
+        done=done if isinstance(done, int) else None,
+        total=total if isinstance(total, int) else None,
+    )

@@ -1,0 +1,135 @@
+"""The FAISS copy this process holds in memory, and when to read the file again.
+
+One store at a time: while this process writes, its writer's store is the freshest there
+is and searches share it; otherwise searches use the file's latest save, mapped read-only
+(so processes on one folder share its pages) and mapped again only when the file changes
+(another process saved) or the catalog is another one. The writer never reuses a mapped
+store: it loads a copy it can change. How many catalog chunks have a vector is counted
+once per change of either side.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from micro_rag_mcp.local.ann import APPROXIMATE_FROM
+from micro_rag_mcp.local.catalog import Catalog, CatalogStats
+from micro_rag_mcp.local.indexer import vector_space
+from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.text.vector_text import VECTOR_IDS
+
+logger = logging.getLogger(__name__)
+
+
+class VectorCache:
+    def __init__(self, paths: IndexPaths, approximate_from: int = APPROXIMATE_FROM) -> None:
+        self.paths = paths
+        self.approximate_from = approximate_from  # see ann.py
+        self._store: VectorStore | None = None
+        self._lock = threading.Lock()
+        self._count_key: tuple[object, ...] | None = None
+        self._count = 0
+        self._count_lock = threading.Lock()
+
+    def for_writer(self, catalog: Catalog, embedder: Embedder) -> VectorStore:
+        """The lock holder's store: loaded from disk, emptied if from another model.
+
+        A cached store is reused only while the file is the one it last read or wrote and
+        the catalog is the one it was loaded for (chunk ids restart with a new catalog).
+        """
+        owner = catalog.get_meta("catalog_id")
+        path = self.paths.vectors
+        with self._lock:
+            current = self._store
+            if (
+                current is not None
+                and not current.mapped
+                and current.owner == owner
+                and current.is_saved_state(path, self.paths.graph)
+            ):
+                return current
+            space = vector_space(embedder)
+            if catalog.get_meta("vector_model") != space:
+                if path.exists():
+                    logger.warning("the saved vectors are not from %s; they will be rebuilt", space)
+                    path.unlink()
+                self.paths.graph.unlink(missing_ok=True)
+                catalog.set_meta("vector_model", space)
+                catalog.set_meta("vector_ids", VECTOR_IDS)
+            self._store = self._load(embedder, owner, mapped=False)
+            if catalog.get_meta("vector_ids") != VECTOR_IDS:
+                self._rekey(catalog, self._store)
+            return self._store
+
+    def _rekey(self, catalog: Catalog, store: VectorStore) -> None:
+        """Vectors saved by a release that keyed them by chunk id, keyed by text instead:
+        nothing is embedded again."""
+        store.rekey(catalog.keys_of(store.ids().tolist()))
+        self.paths.graph.unlink(missing_ok=True)
+        store.save()
+        catalog.set_meta("vector_ids", VECTOR_IDS)
+        logger.info("re-keyed %d saved vectors by their text", len(store))
+
+    def for_reader(
+        self, catalog: Catalog, embedder: Embedder, *, writing: bool
+    ) -> VectorStore | None:
+        """The freshest vectors: the writer's while ``writing``, else the file's latest save."""
+        return self.for_catalog(reader_meta(catalog), embedder, writing=writing)
+
+    def for_catalog(
+        self, meta: tuple[str | None, str | None], embedder: Embedder, *, writing: bool
+    ) -> VectorStore | None:
+        """``for_reader`` for a catalog whose ``reader_meta`` was read already (by another
+        thread: a connection serves one thread at a time)."""
+        owner, vector_model = meta
+        path = self.paths.vectors
+        with self._lock:
+            current = self._store
+            fresh = writing or (
+                current is not None and current.is_saved_state(path, self.paths.graph)
+            )
+            if current is not None and current.owner == owner and fresh:
+                return current
+            if not path.exists() or vector_model != vector_space(embedder):
+                self._store = None
+                return None
+            self._store = self._load(embedder, owner, mapped=True)
+            return self._store
+
+    def _load(self, embedder: Embedder, owner: str | None, *, mapped: bool) -> VectorStore:
+        return VectorStore.load(
+            self.paths.vectors,
+            embedder.dimension,
+            owner,
+            mapped=mapped,
+            graph_path=self.paths.graph,
+            approximate_from=self.approximate_from,
+        )
+
+    def count(
+        self, catalog: Catalog, stats: CatalogStats, vectors: VectorStore | None = None
+    ) -> int:
+        """How many catalog chunks have a vector in ``vectors`` (default: the store held)."""
+        vectors = vectors if vectors is not None else self._store
+        if vectors is None or len(vectors) == 0:  # a pass that begins anew: nothing to count
+            return 0
+        import numpy as np
+
+        key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
+        with self._count_lock:
+            if key != self._count_key:
+                _, keys = catalog.id_keys()
+                self._count = int(np.isin(keys, vectors.ids()).sum())
+                self._count_key = key
+            return self._count
+
+
+def reader_meta(catalog: Catalog) -> tuple[str | None, str | None]:
+    """What a reader's vectors must match: the catalog's id and the vector space it holds
+    (None until vectors of an older release are re-keyed by the writer: until then they
+    cannot be matched to chunks)."""
+    keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
+    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model") if keyed else None

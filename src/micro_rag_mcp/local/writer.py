@@ -1,0 +1,242 @@
+"""This process's reindex passes: one at a time, and the server's own never refuse a client.
+
+A pass takes this process's turn, then the index's lock (``index.lock``, shared with other
+processes), reads what changed and embeds what lacks a vector, both at once
+(``pipeline``). The server's own passes (the start-up pass, a refresh) run in the
+background: a client's reindex that arrives during one waits for it, is shown its
+progress, then runs. A plain client reindex (whole folder, not forced) that waits for a
+background pass over the whole folder is answered by that pass's report when the folder
+is followed here (``follows``): the watcher refreshes what changed after that pass read
+it, so a second pass would find nothing more. ``IndexBusy`` is only for a
+second client pass while one runs or waits here, and for any pass while another process
+holds the lock.
+
+A pass checks for a stop between two steps (one file read, or 32 chunks
+embedded): the server stopping, or the caller's progress callback raising ``Stopped``.
+Vectors embedded before a stop are saved.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from micro_rag_mcp.core.errors import IndexBusy, IndexWriteError, Stopped
+from micro_rag_mcp.core.fsutil import WriterLock, describe_holder
+from micro_rag_mcp.core.pace import ProgressLog
+from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.scanner import Scope
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
+from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
+from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.model.handle import ModelHandle
+
+logger = logging.getLogger(__name__)
+
+CLIENT = "client"
+STARTUP = "start-up"
+POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
+
+
+@dataclass(slots=True)
+class _Turn:
+    kind: str  # "start-up", "refresh" or CLIENT
+    progress: Progress | None = None
+    claimed: bool = True  # False: reserved for a pass of this kind that has not begun
+    whole: bool = False  # a background pass over the whole folder, not forced
+    report: ReindexReport | None = None  # once the pass has ended with one
+    live: Progress | None = None  # the pass's progress as of now (progress: as published)
+
+
+class Writer:
+    """Runs the reindex passes of one process on one index."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        paths: IndexPaths,
+        model: ModelHandle,
+        vectors: VectorCache,
+        stop: threading.Event,
+        *,
+        save_every_s: float = 30.0,
+        steps: Steps = DEFAULT_STEPS,
+        follows: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.settings = settings
+        self.paths = paths
+        self.save_every_s = save_every_s  # how often a long embedding pass saves its vectors
+        self.steps = steps
+        self.log_every_s = 10.0  # how often a long pass logs how far it is
+        self._model = model
+        self._vectors = vectors
+        self._stop = stop
+        self._follows = follows  # whether changes to the folder are refreshed here (watched)
+        self._changed = threading.Condition()  # guards the two fields below
+        self._turn: _Turn | None = None  # the pass running in this process
+        self._client = False  # a client's pass runs or waits for its turn
+
+    @property
+    def running(self) -> bool:
+        return self._turn is not None
+
+    @property
+    def progress(self) -> Progress | None:
+        turn = self._turn
+        if turn is None:
+            return None
+        return turn.live if turn.live is not None else turn.progress
+
+    def run(
+        self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+    ) -> ReindexReport:
+        """One pass of ``kind`` (CLIENT or a background kind) over ``scope``."""
+        if kind == CLIENT:
+            with self._changed:
+                if self._client:
+                    raise IndexBusy(describe_holder(self.paths.lock))
+                self._client = True
+        try:
+            whole = scope is None and not force
+            turn = self._take_turn(kind, progress, whole)
+            if turn.report is not None:  # a background pass over the whole folder did it
+                return turn.report
+            try:
+                ensure_folder(self.paths.folder, self.settings.data_folder)
+                with WriterLock(self.paths.lock) as lock:
+                    turn.report = self._pass(lock, turn, scope, force, progress)
+                    return turn.report
+            except (OSError, sqlite3.Error) as e:
+                raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
+            finally:
+                with self._changed:
+                    self._turn = None
+                    self._changed.notify_all()
+        finally:
+            if kind == CLIENT:
+                with self._changed:
+                    self._client = False
+
+    def reserve(self, kind: str) -> None:
+        """Hold the next turn for a pass of ``kind`` that is about to begin: a caller who
+        comes first waits for it, as for a running pass."""
+        with self._changed:
+            if self._turn is None:
+                self._turn = _Turn(kind, claimed=False)
+
+    def release(self, kind: str) -> None:
+        """Give up a reservation whose pass will not run after all."""
+        with self._changed:
+            if self._turn is not None and not self._turn.claimed and self._turn.kind == kind:
+                self._turn = None
+                self._changed.notify_all()
+
+    def _take_turn(self, kind: str, progress: ProgressFn | None, whole: bool) -> _Turn:
+        """Wait for the pass running here to end, passing its progress on to ``progress``
+        (at once, then as it goes on); the turn taken, or, for a plain client pass, the
+        ended background pass over the whole folder that answers it."""
+        running: _Turn | None = None
+        while True:
+            with self._changed:
+                if running is not None:
+                    self._changed.wait(POLL_S)
+                    if running is not self._turn and self._answers(running, kind, whole):
+                        return running
+                turn = self._turn
+                if turn is not None and not turn.claimed and turn.kind == kind:
+                    turn.claimed = True
+                    turn.whole = whole and kind != CLIENT
+                    return turn
+                if turn is None:
+                    self._turn = _Turn(kind, whole=whole and kind != CLIENT)
+                    return self._turn
+                running = turn
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            if progress is not None and running.progress is not None:
+                progress(replace(running.progress, waiting_for=running.kind))
+
+    def _answers(self, ended: _Turn, kind: str, whole: bool) -> bool:
+        """Whether the report of ``ended`` answers a pass of ``kind`` over ``whole``."""
+        return (
+            kind == CLIENT
+            and whole
+            and ended.whole
+            and ended.report is not None
+            and self._follows()
+        )
+
+    def _pass(
+        self,
+        lock: WriterLock,
+        turn: _Turn,
+        scope: Scope | None,
+        force: bool,
+        progress: ProgressFn | None,
+    ) -> ReindexReport:
+        started = time.monotonic()
+        log_progress = ProgressLog(lambda line: logger.info("%s", line), self.log_every_s)
+
+        def report(p: Progress) -> None:
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            log_progress(p)
+            with self._changed:
+                turn.progress = p
+                self._changed.notify_all()
+            lock.report({"pid": lock.pid, "phase": p.phase, "done": p.done, "total": p.total})
+            if progress is not None:
+                progress(p)
+
+        catalog = open_for_writing(self.paths)
+        try:
+            self._check_chunking(catalog)
+            self._record_scope(catalog)
+            model = Model(
+                wait=self._model.get,
+                failed=lambda: self._model.state is ModelState.FAILED,
+                vectors_for=lambda embedder: self._vectors.for_writer(catalog, embedder),
+            )
+            result = read_and_embed(
+                catalog,
+                self.settings,
+                model,
+                scope=scope,
+                force=force,
+                progress=report,
+                stop=self._stop,
+                save_every_s=self.save_every_s,
+                steps=self.steps,
+                live=lambda p: setattr(turn, "live", p),
+            )
+            stats = catalog.stats()
+            if result.vectors is not None:
+                self._vectors.count(catalog, stats, result.vectors)
+            failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
+            return result.counts.report(failed, stats.chunks, result.embedded, started)
+        finally:
+            catalog.close()
+
+    def _check_chunking(self, catalog: Catalog) -> None:
+        if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
+            catalog.forget_stamps()
+
+    def _record_scope(self, catalog: Catalog) -> None:
+        _record(catalog, "scope", self.settings.scope_record, "files outside it are removed")
+
+
+def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:
+    """Record a setting the index follows; whether it changed from one recorded before."""
+    stored = catalog.get_meta(key)
+    if stored == value:
+        return False
+    if stored is not None:
+        logger.warning("%s changed from %s to %s: %s", key, stored, value, consequence)
+    catalog.set_meta(key, value)
+    return stored is not None

@@ -1,0 +1,1 @@
+"""The Milvus backend: its address and sharding, rows, collections, keywords, search, sync."""

@@ -1,0 +1,425 @@
+"""The tools over a Milvus store: ``Store`` for an index that many processes share.
+
+Unlike ``engine.Engine``, this facade keeps nothing on local disk, runs no start-up pass
+and watches no folder: workers (``micro-rag index --store``) keep the store in line, and
+any number of servers search it. A server given a data folder also indexes it on a
+``reindex`` call. What a search finds is fused by ``search.fuse``, the embedded store's
+own code, from Milvus's dense and BM25 candidates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from micro_rag_mcp.core.arguments import shown
+from micro_rag_mcp.core.errors import (
+    IndexBusy,
+    InvalidArgument,
+    ModelUnavailable,
+    NotIndexed,
+    Stopped,
+    StoreUnavailable,
+)
+from micro_rag_mcp.core.pace import ProgressLog
+from micro_rag_mcp.core.results import (
+    NO_GOOD_MATCH,
+    IndexState,
+    IndexSummary,
+    ModelState,
+    Progress,
+    ProgressFn,
+    ReindexReport,
+    SearchOutcome,
+    TextPassage,
+    state_notices,
+)
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.scanner import PathGlob
+from micro_rag_mcp.local.catalog import FileRecord, StoredChunk
+from micro_rag_mcp.local.indexer import vector_space
+from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
+from micro_rag_mcp.milvus.keywords import KeywordStats
+from micro_rag_mcp.milvus.listing import MilvusListing
+from micro_rag_mcp.milvus.rows import WRITING, stored_chunk
+from micro_rag_mcp.milvus.search import store_search
+from micro_rag_mcp.milvus.sync import BATCH_CHUNKS, sync_store
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
+from micro_rag_mcp.search.scope import SearchScope
+from micro_rag_mcp.store import StoreConfig
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.25
+# The counts in a search's ``index`` block are reused for 5 s, and for at least 20 times
+# as long as they took: on milvus-lite, counting 200,000 files took 8 s of the server's
+# one interpreter, and counting every 5 s would take most of it from searches.
+COUNTS_TTL_S = 5.0
+COUNTS_COST_SHARE = 20
+
+
+class MilvusEngine:
+    """Search, read and (given a folder) reindex one Milvus store."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        load_embedder: Callable[[], Embedder],
+        config: StoreConfig,
+        *,
+        folder: Path | None = None,
+        params: SearchParams | None = None,
+        batch_chunks: int = BATCH_CHUNKS,
+    ) -> None:
+        if folder is not None and folder != settings.data_folder:
+            raise ValueError("folder must be the settings' data folder")
+        self.settings = settings
+        self.config = config
+        self.folder = folder
+        self.params = params or SearchParams()
+        self.index = MilvusIndex(config)
+        self.keyword_stats = KeywordStats()  # the keyword channel's word counts
+        self._model = ModelHandle(load_embedder)
+        self._stop = threading.Event()
+        self._busy = threading.Lock()
+        self._progress: Progress | None = None
+        self._checked: set[str] = set()  # identity keys this process found its own
+        self._counted: tuple[float, tuple[int, int, int]] = (-math.inf, (0, 0, 0))  # until
+        self._counted_lock = threading.Lock()
+        self.batch_chunks = batch_chunks  # chunks embedded and written together
+
+    # -- life cycle ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Load the model in the background; the store is kept in line by workers."""
+        self._model.start()
+
+    def load_model(self, timeout: float = 300.0) -> None:
+        self._model.get(timeout)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        if self._busy.acquire(timeout=timeout):  # a pass stops at its next step
+            self._busy.release()
+        else:
+            logger.warning("the reindex pass did not stop within %g s", timeout)
+        self._model.join(max(0.0, deadline - time.monotonic()))
+        self.index.close()
+
+    def identity(self, embedder: Embedder) -> dict[str, str]:
+        """What the store must have been made with for this process to add to it."""
+        return {
+            "vector_space": vector_space(embedder),
+            "chunking": self.settings.chunking_id,
+            "keywords": KEYWORDS_ID,
+            "files": FILES_LAYOUT,
+        }
+
+    # -- reindex ---------------------------------------------------------------------
+
+    def reindex(
+        self,
+        *,
+        force: bool = False,
+        path_glob: str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> ReindexReport:
+        """Bring this process's share of the store in line with its folder."""
+        if self.folder is None:
+            raise InvalidArgument(
+                "this server has no data folder to index (--data-folder); the store is kept "
+                "up to date by micro-rag index FOLDER --store URL"
+            )
+        if not self._busy.acquire(blocking=False):
+            raise IndexBusy("a reindex of the store is already running in this process")
+        try:
+            return self._pass(force, PathGlob(path_glob) if path_glob else None, progress)
+        finally:
+            self._progress = None
+            self._counted = (-math.inf, (0, 0, 0))  # what this pass changed shows at once
+            self.keyword_stats.forget()  # and counts its words, even at the same chunk count
+            self._busy.release()
+
+    def _pass(
+        self, force: bool, scope: PathGlob | None, progress: ProgressFn | None
+    ) -> ReindexReport:
+        started = time.monotonic()
+        embedder = self._wait_for_model()
+        identity = self.identity(embedder)
+        self.index.create(embedder.dimension, identity)  # unless it is there already
+        self.index.check_identity(identity, ("vector_space", "chunking", "keywords", "files"))
+        log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
+
+        def report(p: Progress) -> None:
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+            self._progress = p
+            log_progress(p)
+            if progress is not None:
+                progress(p)
+
+        counts, embedded = sync_store(
+            self.index,
+            embedder,
+            self.settings,
+            shard=self.config.shard,
+            scope=scope,
+            force=force,
+            progress=report,
+            batch_chunks=self.batch_chunks,
+        )
+        failed = [
+            (p, row.record.error or "")
+            for p, row in sorted(self.index.files("failed", self.config.shard).items())
+            if scope is None or scope.matches(p)
+        ]
+        return counts.report(failed, self.index.count_chunks(), embedded, started)
+
+    def _wait_for_model(self) -> Embedder:
+        while True:
+            embedder = self._model.get(POLL_S)
+            if embedder is not None:
+                return embedder
+            if self._model.state is ModelState.FAILED:
+                raise ModelUnavailable(
+                    f"the embedding model is unavailable ({self._model.error}); a store is "
+                    "indexed with vectors, so nothing was indexed"
+                )
+            if self._stop.is_set():
+                raise Stopped("the server is stopping")
+
+    # -- search ----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        if scope is not None:
+            raise InvalidArgument(
+                "path_glob, modified_after, modified_before and file_types are not supported "
+                "on a Milvus store (--store); search without them"
+            )
+        notices: list[str] = []
+        embedder = self._model.get(self.settings.model_wait_s)
+        query_vector: npt.NDArray[np.float32] | None = None
+        if embedder is not None:
+            query_vector = embedder.embed_query(query)
+        else:
+            why = (
+                f"is unavailable ({self._model.error})"
+                if self._model.state is ModelState.FAILED
+                else "is still loading"
+            )
+            notices.append(
+                f"the embedding model {why}; results come from keyword search only "
+                "and carry no score"
+            )
+        try:
+            if not self.index.exists():
+                notices.append("nothing is indexed yet in the store")
+                return SearchOutcome([], self._state(), notices)
+            self._check_searchable(embedder)
+            found = store_search(
+                self.index,
+                self.keyword_stats,
+                query,
+                query_vector,
+                top_k=top_k,
+                score_threshold=score_threshold,
+                params=self.params,
+            )
+            state = self._state()
+        except StoreUnavailable as e:
+            notices.append(f"{e}; no results until it answers again")
+            return SearchOutcome([], self._state_unknown(), notices)
+        notices.extend(state_notices(state))
+        weak = found.no_good_match and bool(found.hits)
+        if weak:
+            notices.append(NO_GOOD_MATCH)
+        return SearchOutcome(found.hits, state, notices, no_good_match=weak)
+
+    def _check_searchable(self, embedder: Embedder | None) -> None:
+        """Refuse, once, a store whose keywords (or vectors) this process would misread."""
+        wanted = {"keywords"} if embedder is None else {"keywords", "vector_space"}
+        if wanted <= self._checked:
+            return
+        ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
+        self.index.check_identity(ours, sorted(wanted))
+        self._checked |= wanted
+
+    # -- read ------------------------------------------------------------------------
+
+    def read(
+        self,
+        path: str,
+        *,
+        char_start: int | None = None,
+        char_end: int | None = None,
+        page: int | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
+    ) -> TextPassage:
+        """The stored text of one file: the store alone, no copy of the folder needed."""
+        if not self.index.exists():
+            raise NotIndexed(f"no file {shown(path)} in the store: nothing is indexed yet")
+        return read_indexed(
+            StoreText(self.index),
+            self.folder,
+            path,
+            char_start=char_start,
+            char_end=char_end,
+            page=page,
+            max_chars=max_chars,
+            indexing=self._busy.locked(),
+            anchor=anchor,
+        )
+
+    def listing(self) -> MilvusListing:
+        """The stored files, for a client to page through and follow."""
+        return MilvusListing(self.index)
+
+    # -- state -----------------------------------------------------------------------
+
+    def state(self) -> IndexState:
+        try:
+            return self._state()
+        except StoreUnavailable:
+            return self._state_unknown()
+
+    def _state(self) -> IndexState:
+        ok, failed, chunks = self._counts()
+        progress = self._progress
+        return IndexState(
+            indexing=self._busy.locked(),
+            phase=progress.phase if progress else None,
+            done=progress.done if progress else None,
+            total=progress.total if progress else None,
+            files_indexed=ok,
+            files_failed=failed,
+            chunks_total=chunks,
+            chunks_with_vectors=chunks,  # a chunk enters the store with its vector
+            model=self._model.state,
+            model_error=self._model.error,
+        )
+
+    def _counts(self) -> tuple[int, int, int]:
+        """Files indexed and failed, and chunks, counted again once the last counts
+        expire (a count is a scan on some Milvus deployments; a search should not pay
+        for it each time)."""
+        with self._counted_lock:
+            until, counts = self._counted
+            started = time.monotonic()
+            if started >= until or self._busy.locked():
+                exists = self.index.exists()
+                counts = (
+                    (*self.index.count_files(), self.index.count_chunks()) if exists else (0, 0, 0)
+                )
+                ended = time.monotonic()
+                reuse = max(COUNTS_TTL_S, COUNTS_COST_SHARE * (ended - started))
+                self._counted = (ended + reuse, counts)
+            return counts
+
+    def _state_unknown(self) -> IndexState:
+        """While the store does not answer: nothing is known of it."""
+        return IndexState(
+            indexing=self._busy.locked(),
+            phase=None,
+            done=None,
+            total=None,
+            files_indexed=0,
+            files_failed=0,
+            chunks_total=0,
+            chunks_with_vectors=0,
+            model=self._model.state,
+            model_error=self._model.error,
+        )
+
+    def status(self) -> IndexSummary:
+        identity = self.index.identity()
+        if identity is None:
+            raise NotIndexed(f"nothing is indexed in the store {self.config.url} yet")
+        files = self.index.files()
+        failed = [
+            (p, r.record.error or "")
+            for p, r in sorted(files.items())
+            if r.record.status == "failed"
+        ]
+        chunks = self.index.count_chunks()
+        return IndexSummary(
+            index_folder=self.config.url,
+            files_indexed=sum(r.record.status == "ok" for r in files.values()),
+            files_failed=len(failed),
+            failed=failed,
+            chunks=chunks,
+            chunks_with_vectors=chunks,
+            vector_model=identity.get("vector_space"),
+            chunking=identity.get("chunking"),
+            size_bytes=None,  # Milvus tells a client row counts, not bytes
+            last_indexed_at=max((r.indexed_at for r in files.values()), default=None),
+            writer=None,
+        )
+
+
+class StoreText:
+    """One file's text as ``reading.read_indexed`` asks for it, from the store."""
+
+    def __init__(self, index: MilvusIndex) -> None:
+        self.index = index
+        self._chunks: dict[str, list[StoredChunk]] = {}
+        self._records: dict[str, FileRecord] = {}
+        self._versions: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        yield  # the file's version, read first, pins what follows
+
+    def file_record(self, path: str) -> FileRecord | None:
+        row = self.index.file_rows([path]).get(path)
+        if row is None or row.record.status == WRITING:  # not yet written
+            return None
+        self._records[path], self._versions[path] = row.record, row.version
+        return row.record
+
+    def _all(self, path: str) -> list[StoredChunk]:
+        if path not in self._chunks:
+            record = self._records[path]
+            rows = self.index.file_chunk_rows(path, self._versions[path])
+            self._chunks[path] = [stored_chunk(r, record) for r in rows]
+        return self._chunks[path]
+
+    def file_extent(self, path: str) -> tuple[int, dict[int, tuple[int, int]]]:
+        chunks = self._all(path)
+        pages: dict[int, tuple[int, int]] = {}
+        for c in chunks:
+            if c.page is not None:
+                low, high = pages.get(c.page, (c.char_start, c.char_end))
+                pages[c.page] = (min(low, c.char_start), max(high, c.char_end))
+        return max((c.char_end for c in chunks), default=0), pages
+
+    def file_chunks(self, path: str, start: int, end: int) -> list[StoredChunk]:
+        """As ``Catalog.file_chunks``: the chunks overlapping the range and the nearest
+        one on either side."""
+        chunks = self._all(path)
+        first = max((c.chunk_index for c in chunks if c.char_end <= start), default=0)
+        last = min((c.chunk_index for c in chunks if c.char_start >= end), default=1 << 62)
+        return [c for c in chunks if first <= c.chunk_index <= last]
+
+    def files(self) -> dict[str, FileRecord]:
+        return {p: r.record for p, r in self.index.files().items() if r.record.status != WRITING}

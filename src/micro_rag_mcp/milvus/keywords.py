@@ -1,0 +1,159 @@
+"""The keyword channel on a Milvus store, scored as the embedded store's FTS5 scores it.
+
+Both stores rank by BM25 with k1 = 1.2 and b = 0.75, but not with the same idf. FTS5's
+is log((N - n + 0.5) / (n + 0.5)), floored at 1e-6: a word in more than half the chunks
+weighs nothing, and the embedded channel leaves such words out of its query
+(``keywords``). Milvus's, like Lucene's, is log(1 + (N - n + 0.5) / (n + 0.5)): it never
+falls to 0, and weighs a word of middling frequency more against a rare one. The same
+query then ordered chunks differently on the two stores (sec10q_dev, keyword channel:
+Recall@5 0.782 embedded, 0.842 Milvus), and fused results differed with it.
+
+So Milvus only proposes. The words' document counts come from a sample of the collection
+(``KeywordStats``: every chunk up to ``SAMPLE_ROWS``, past that the chunks of a few hash
+buckets); the common words are left out as the embedded channel leaves them out;
+Milvus's BM25 proposes ``POOL`` times the candidates asked for; and each is scored here by
+FTS5's formula from its stored keyword words. Counting words in the store itself
+(``TEXT_MATCH``) would cost a query per word, and milvus-lite answers one by reading
+every row.
+
+Up to ``SAMPLE_ROWS`` chunks, the scores are FTS5's exactly. Past it, a word's count is
+estimated from the sample, or counted in the candidates when more of them hold it (a rare
+word may be in none of the sample); the mean length is the sample's.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from micro_rag_mcp.local.keywords import searched_terms
+from micro_rag_mcp.milvus.index import MilvusIndex
+from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
+from micro_rag_mcp.text.stemming import stem_words, words
+
+K1 = 1.2  # FTS5's bm25() constants
+B = 0.75
+IDF_FLOOR = 1e-6  # FTS5's idf of a word in half the chunks or more
+POOL = 3  # Milvus proposes this many candidates per one asked for
+SAMPLE_ROWS = 16_384  # chunks in a sample, at most: Milvus's largest query result
+# Past SAMPLE_ROWS chunks, the sample is taken again once the collection has grown or
+# shrunk by this share (below it, at every change of the count).
+RESAMPLE_SHARE = 1 / 32
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Word statistics of ``rows`` chunks of a collection that held ``chunks``."""
+
+    chunks: int
+    rows: int
+    having: Counter[str]  # sampled chunks holding each word
+    mean: float  # words per sampled chunk
+
+    @property
+    def whole(self) -> bool:
+        return self.rows >= self.chunks
+
+    def outdated(self, chunks: int) -> bool:
+        if chunks == self.chunks:
+            return False
+        if self.whole or chunks <= SAMPLE_ROWS:
+            return True
+        return abs(chunks - self.chunks) > self.chunks * RESAMPLE_SHARE
+
+    def share(self, word: str) -> float:
+        """About what share of the collection's chunks hold the word."""
+        return self.having[word] / self.rows if self.rows else 0.0
+
+
+class KeywordStats:
+    """One collection's sample, kept between searches and taken again as it changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: Sample | None = None
+
+    def forget(self) -> None:
+        """Take the sample again at the next search (this process changed the store)."""
+        with self._lock:
+            self._kept = None
+
+    def sample(self, index: MilvusIndex, chunks: int) -> Sample:
+        with self._lock:
+            if self._kept is None or self._kept.outdated(chunks):
+                self._kept = _taken(index, chunks)
+            return self._kept
+
+
+def _taken(index: MilvusIndex, chunks: int) -> Sample:
+    # Aim a tenth under SAMPLE_ROWS: the chunks in a range of buckets vary in number.
+    buckets = (
+        BUCKETS if chunks <= SAMPLE_ROWS else max(1, BUCKETS * SAMPLE_ROWS * 9 // 10 // chunks)
+    )
+    having: Counter[str] = Counter()
+    length = 0
+    rows = index.sample_keywords(buckets, SAMPLE_ROWS)
+    for row in rows:
+        kept = row.split()
+        length += len(kept)
+        having.update(set(kept))
+    mean = length / len(rows) if rows else 1.0
+    return Sample(chunks, len(rows), having, max(mean, 1.0))
+
+
+def keyword_hits(
+    index: MilvusIndex,
+    stats: KeywordStats,
+    terms: Sequence[str],
+    grams: Sequence[str],
+    limit: int,
+) -> list[ChunkHit]:
+    """The best ``limit`` chunks for the query's words ``terms`` and CJK bigram words
+    ``grams``, best first, with FTS5's BM25 score."""
+    return keyword_evidence(index, stats, terms, grams, limit)[0]
+
+
+def keyword_evidence(
+    index: MilvusIndex,
+    stats: KeywordStats,
+    terms: Sequence[str],
+    grams: Sequence[str],
+    limit: int,
+) -> tuple[list[ChunkHit], float]:
+    """``keyword_hits``, and the summed idf of the words searched (``keywords.idf_sum``)."""
+    # Each term is an FTS5 phrase: two words of one stem count twice, as they do there.
+    phrases = [w for t in terms for w in stem_words(words(t))] + list(grams)
+    chunks = index.count_chunks() if phrases else 0
+    if chunks == 0:
+        return [], 0.0
+    sample = stats.sample(index, chunks)
+    having = {p: sample.share(p) * chunks for p in phrases}
+    kept = set(searched_terms(list(dict.fromkeys(phrases)), {p: sample.share(p) for p in phrases}))
+    asked = [p for p in phrases if p in kept]
+    found = index.keyword(list(dict.fromkeys(asked)), POOL * limit)
+    if not sample.whole:
+        in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))
+        having = {p: max(n, in_found[p]) for p, n in having.items()}
+    idf = {p: fts5_idf(chunks, having[p]) for p in asked}
+    scored = [(h, bm25(asked, idf, kept, sample.mean)) for h, kept in found]
+    scored.sort(key=lambda s: (-s[1], s[0].id))
+    hits = [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]
+    return hits, sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
+
+
+def fts5_idf(chunks: int, having: float) -> float:
+    """FTS5's idf of a word found in ``having`` of ``chunks`` chunks."""
+    value = math.log((chunks - having + 0.5) / (having + 0.5))
+    return value if value > 0.0 else IDF_FLOOR
+
+
+def bm25(
+    phrases: Sequence[str], idf: Mapping[str, float], chunk: Sequence[str], mean: float
+) -> float:
+    """FTS5's bm25() of a chunk (its keyword words) for the phrases, made positive."""
+    counts = Counter(chunk)
+    norm = K1 * (1.0 - B + B * len(chunk) / mean)
+    return sum(idf[p] * counts[p] * (K1 + 1.0) / (counts[p] + norm) for p in phrases if counts[p])

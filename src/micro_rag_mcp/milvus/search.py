@@ -1,0 +1,107 @@
+"""Hybrid search over a Milvus store: Milvus proposes, ``search.fuse`` ranks.
+
+Milvus gives each channel's candidates (dense by inner product of unit vectors, which
+is the cosine; keyword by its BM25 function, scored again as FTS5 scores them by
+``milvus_keywords``). Candidates of a version that is not their
+file's current one are dropped (a write in progress, or one a killed worker left), the
+cosines the fusion needs are computed here from the stored vectors, and the ranking and
+threshold are the embedded store's own (``fuse``, ``best_hits``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.local.catalog import StoredChunk
+from micro_rag_mcp.local.search import Candidates, SearchParams, best_hits, fuse, query_terms
+from micro_rag_mcp.milvus.index import MilvusIndex
+from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence
+from micro_rag_mcp.milvus.rows import ChunkHit, stored_chunk
+from micro_rag_mcp.text.cjk import query_gram_tokens
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+def store_search(
+    index: MilvusIndex,
+    stats: KeywordStats,
+    query: str,
+    query_vector: npt.NDArray[np.float32] | None,
+    *,
+    top_k: int,
+    score_threshold: float,
+    params: SearchParams,
+) -> Found:
+    """The best ``top_k`` chunks for the query, as ``search.hybrid_search`` ranks them."""
+    use_vectors = query_vector is not None and "vector" in params.channels
+    dense: list[ChunkHit] = []
+    if use_vectors:
+        assert query_vector is not None
+        dense = index.dense(query_vector, params.depth)
+    stopwords = params.stopwords if params.drop_stopwords else frozenset()
+    terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
+    # CJK runs are found by their bigrams, searched with the words (see cjk.py).
+    grams = query_gram_tokens(query) if "keyword" in params.channels else []
+    keyword, keyword_idf = keyword_evidence(index, stats, terms, grams, params.depth)
+    files = index.file_rows({h.path for h in [*dense, *keyword]})
+    current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
+    vector_hits = _current(dense, current)
+    keyword_hits = _current(keyword, current)
+    cosine = dict(vector_hits)
+    heads: dict[int, int] = {}
+    head_cosine: dict[int, float] = {}
+    if use_vectors:
+        assert query_vector is not None
+        if params.fusion != "rrf" and params.head_weight != 0:
+            head_of = {p: r.head_id for p, r in files.items() if r.head_id >= 0}
+            heads = {h.id: head_of[h.path] for h in [*dense, *keyword] if h.path in head_of}
+        # Keyword candidates and heads get their cosine too: the threshold and the
+        # fusion use it. One request fetches every vector still missing.
+        missing = {cid for cid, _ in keyword_hits if cid not in cosine}
+        missing |= {h for h in heads.values() if h not in cosine}
+        found = _cosines(query_vector, index.vectors(sorted(missing)))
+        cosine.update((cid, found[cid]) for cid, _ in keyword_hits if cid in found)
+        head_cosine = {h: found[h] for h in heads.values() if h in found}
+    ranking = fuse(
+        Candidates(
+            vector=vector_hits,
+            keyword=keyword_hits,
+            cosine=cosine,
+            heads=heads,
+            head_cosine=head_cosine,
+            vector_ran=use_vectors,
+            keyword_ran=bool(terms or grams),
+            keyword_idf=keyword_idf,
+        ),
+        params,
+    )
+
+    def fetch(ids: Sequence[int]) -> Mapping[int, StoredChunk]:
+        return {
+            int(r["id"]): stored_chunk(r, files[r["path"]].record)
+            for r in index.chunk_rows(ids)
+            if current.get(r["path"]) == int(r["version"])
+        }
+
+    return Found(best_hits(fetch, ranking, top_k, score_threshold), ranking.no_good_match)
+
+
+def _current(hits: Sequence[ChunkHit], current: Mapping[str, int]) -> list[tuple[int, float]]:
+    """The hits whose chunk belongs to its file's current version, best first."""
+    return [(h.id, h.score) for h in hits if current.get(h.path) == h.version]
+
+
+def _cosines(
+    query_vector: npt.NDArray[np.float32], vectors: Mapping[int, Sequence[float]]
+) -> dict[int, float]:
+    import numpy as np
+
+    if not vectors:
+        return {}
+    ids = list(vectors)
+    matrix = np.asarray([vectors[i] for i in ids], dtype=np.float32)
+    return dict(zip(ids, (matrix @ query_vector).astype(float).tolist(), strict=True))

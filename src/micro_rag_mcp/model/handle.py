@@ -1,0 +1,105 @@
+"""The embedding model of one served folder: loaded once, in the background.
+
+Loading takes a second or two (longer on a busy machine), so nothing waits for it
+without a limit: ``get`` takes a timeout, and a caller that needs the model for longer
+asks again between its own checks for a stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from micro_rag_mcp.core.errors import MicroRagError
+from micro_rag_mcp.core.results import ModelState
+from micro_rag_mcp.model.embedder import Embedder
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ReleasesMemory(Protocol):
+    """A model that can give back its working memory between passes."""
+
+    def release_memory(self) -> None: ...
+
+
+class ModelHandle:
+    """A model that is LOADING, then READY or FAILED (with the reason) for good.
+
+    The load begins at ``start()`` or at the first ``get``, in a thread of its own; it
+    begins once.
+    """
+
+    def __init__(self, load: Callable[[], Embedder]) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._ended = threading.Event()
+        self._embedder: Embedder | None = None
+        self._error: str | None = None
+
+    @property
+    def state(self) -> ModelState:
+        if self._embedder is not None:
+            return ModelState.READY
+        if self._error is not None:
+            return ModelState.FAILED
+        return ModelState.LOADING
+
+    @property
+    def error(self) -> str | None:
+        """Why the model could not be loaded, once it FAILED."""
+        return self._error
+
+    def start(self) -> None:
+        """Begin loading in the background, unless a load has already begun."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="micro-rag-model", daemon=True)
+            self._thread.start()
+
+    def get(self, timeout: float) -> Embedder | None:
+        """The model, waiting at most ``timeout`` seconds for its load to end.
+
+        None while it is still loading after that, or if it FAILED (see ``state``).
+        """
+        self.start()
+        self._ended.wait(timeout)
+        return self._embedder
+
+    def release_memory(self) -> None:
+        """Let a loaded model give back the working memory of its largest batch."""
+        embedder = self._embedder
+        if not isinstance(embedder, ReleasesMemory):
+            return
+        try:
+            embedder.release_memory()
+        except Exception:  # memory kept is no reason to fail the pass that just ended
+            logger.exception("the embedding model could not release its working memory")
+
+    def join(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for a load under way to end."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            self._embedder = self._load()
+            # The whole load, as the embedder's own "loaded … in" line times it, plus the
+            # import of its module: the two figures agree.
+            logger.info("model ready, %.2f s after its load began", time.monotonic() - started)
+        except MicroRagError as e:
+            self._error = str(e)
+            logger.error("embedding model unavailable: %s", e)
+        except Exception as e:
+            self._error = f"{type(e).__name__}: {e}"
+            logger.exception("embedding model failed to load")
+        finally:
+            self._ended.set()

@@ -1,0 +1,1 @@
+"""Backend-neutral search: fusion of the channels, scopes, reading passages back."""

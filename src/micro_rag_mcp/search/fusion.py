@@ -1,0 +1,286 @@
+"""How the two channels' candidates become one ranking: the fusion every store uses.
+
+The relevance of a candidate is ``(1 - w) * V + w * K``:
+
+* ``V``, its vector score: the passage's cosine to the query plus ``head_weight`` times
+  the cosine of its file's first chunk (the file's opening names what the whole file is
+  about), placed between the lowest and the best vector score among the candidates;
+* ``K``, its BM25 score divided by the best keyword match's;
+* ``w``, the keyword channel's share for THIS query (``keyword_share``): the larger of
+  its lead (how far its best file stands above its third: a rare exact token is a spike
+  and takes a large share, a question of common words is flat and takes little) and its
+  agreement with the vector channel (how many of its best files the vector channel also
+  ranks best). Passages that merely share common words then do not push a strong
+  meaning match down, and a keyword channel that points where the meaning does keeps
+  its say. (Measured on seven dev collections: docs/benchmarks.md.)
+
+A passage without a vector yet (indexing in progress) is not scored as if its cosine
+were the lowest possible: an unknown vector score is estimated from what is known, its
+file's first chunk when that has a vector, otherwise the median vector score of the
+keyword candidates that have one (the passages most like it), and the vector channel's
+share shrinks with the share of keyword matches that have a vector. Its ``score``
+stays None.
+
+``fusion="convex"`` (a fixed share, the cosine placed from -1) and ``fusion="rrf"``
+(reciprocal rank fusion) are kept for comparison; docs/benchmarks.md has the numbers.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from micro_rag_mcp.local.keywords import STOPWORDS
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """The knobs of the fusion, with the defaults the benchmarks chose.
+
+    Chosen on seven dev collections at once, leave-one-collection-out; see
+    docs/benchmarks.md for every lever tried and its effect.
+    """
+
+    depth: int = 200  # candidates taken from each channel
+    fusion: str = "convex"  # "convex" (fixed shares), "adaptive" (per-query shares) or "rrf"
+    vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
+    head_weight: float = 0.5  # weight of the file's first chunk in the vector score
+    keyword_share: float = 0.65  # adaptive: the keyword share at full evidence
+    keyword_floor: float = 0.0  # adaptive: the keyword share without evidence
+    lead_rank: int = 3  # adaptive: the lead is the best file's BM25 over this rank's file's
+    agree_files: int = 5  # adaptive: agreement of the keyword channel's best files ...
+    agree_among: int = 5  # ... with the vector channel's best files
+    vector_low: float | None = None  # adaptive: V's zero; None: the lowest candidate's
+    rrf_k: float = 20.0  # rrf only
+    vector_weight: float = 1.0  # rrf only
+    keyword_weight: float = 1.25  # rrf only
+    title_weight: float = 1.0  # BM25 weight of the title column against the text column
+    channels: tuple[str, ...] = ("vector", "keyword")
+    # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
+    # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
+    drop_stopwords: bool = True
+    stopwords: frozenset[str] = STOPWORDS
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the two channels proposed for one query, as any store gathers it.
+
+    ``vector`` and ``keyword`` are the channels' hits best first (cosine; BM25 score,
+    positive); ``cosine`` holds every candidate that has a vector, ``heads`` maps a
+    candidate to the first chunk of its file, and ``head_cosine`` the cosines of heads
+    that are not candidates themselves.
+    """
+
+    vector: Sequence[tuple[int, float]]
+    keyword: Sequence[tuple[int, float]]
+    cosine: Mapping[int, float]
+    heads: Mapping[int, int]
+    head_cosine: Mapping[int, float]
+    vector_ran: bool
+    keyword_ran: bool
+    keyword_idf: float = 0.0  # the summed idf of the words the keyword channel searched
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Candidates in fused order, with what a hit reports of each."""
+
+    ranked: list[int]
+    fused: dict[int, float]
+    cosine: Mapping[int, float]
+    found_by: dict[int, tuple[str, ...]]
+    no_good_match: bool = False
+
+
+def fuse(c: Candidates, params: SearchParams) -> Ranking:
+    """The fusion every store uses: the same code, so scores mean the same on each."""
+    found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in c.vector}
+    for cid, _ in c.keyword:
+        found_by[cid] = (*found_by.get(cid, ()), "keyword")
+    if params.fusion == "rrf":
+        fused = rrf(
+            [
+                ([cid for cid, _ in c.vector], params.vector_weight),
+                ([cid for cid, _ in c.keyword], params.keyword_weight),
+            ],
+            params.rrf_k,
+        )
+    else:
+        vector_scores = vector_estimates(c, params.head_weight) if c.vector_ran else {}
+        keyword = dict(c.keyword)
+        channels = int(c.vector_ran) + int(c.keyword_ran)
+        if params.fusion == "convex":
+            v_share = params.vector_share * known_share(c)
+            fused = convex(vector_scores, keyword, vector_share=v_share, channels=channels)
+        else:
+            share = keyword_share(c, vector_scores, params) if channels == 2 else None
+            fused = adaptive(vector_scores, keyword, share, params.vector_low)
+    ranked = sorted(fused, key=lambda cid: (-fused[cid], cid))
+    return Ranking(ranked, fused, c.cosine, found_by, no_good_match(c))
+
+
+# Calibrated on the dev sets' own queries and other collections' (docs/benchmarks.md).
+WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
+WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
+
+
+def no_good_match(c: Candidates) -> bool:
+    """Whether nothing found is a good match: no passage holds the query's rare words (the
+    best BM25 is under ``WEAK_COVERAGE`` of what the query's words weigh together) and
+    none is close in meaning (the best cosine is under ``WEAK_COSINE``). An absolute
+    test, unlike ``relevance``, which is relative to the best. Without the vector channel
+    (the model loading or unavailable) nothing is said: words alone flagged 23 % of
+    Cranfield's answered questions.
+    """
+    if not c.vector_ran or max(c.cosine.values(), default=-1.0) >= WEAK_COSINE:
+        return False
+    best = c.keyword[0][1] if c.keyword else 0.0
+    return not (c.keyword_idf > 0 and best >= WEAK_COVERAGE * c.keyword_idf)
+
+
+def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
+    """Every candidate's vector score, measured where it has a vector, else estimated.
+
+    A keyword candidate without a vector gets its file's first chunk's cosine for its own
+    (when that has a vector), otherwise the median vector score of the keyword
+    candidates that have one; with none of those, of all the candidates.
+    """
+    scores = with_heads(c.cosine, c.heads, c.head_cosine, head_weight)
+    missing = [cid for cid, _ in c.keyword if cid not in scores]
+    if not missing or not scores:
+        return scores
+    known = {**c.head_cosine, **c.cosine}
+    alike = [scores[cid] for cid, _ in c.keyword if cid in scores]
+    neutral = statistics.median(alike or scores.values())
+    for cid in missing:
+        head = known.get(c.heads.get(cid, cid))
+        scores[cid] = neutral if head is None else head * (1.0 + head_weight)
+    return scores
+
+
+def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchParams) -> float:
+    """The keyword channel's share of this query's relevance, from what it knows.
+
+    Its evidence is the larger of two measures, each from 0 to 1, over files (a file
+    scores as its best passage, so a long file matching in ten passages is one file):
+
+    * its lead: 1 - (the ``lead_rank``-th best file's BM25) / (the best file's); 1 when
+      only a few files match at all (a rare token), near 0 when the channel is flat;
+    * its agreement: the share of its best ``agree_files`` files that are among the
+      vector channel's best ``agree_among`` (both channels point at the same files).
+
+    The share runs from ``keyword_floor`` (no evidence) to ``keyword_share``, and grows
+    toward 1 as fewer of the keyword matches have a vector.
+    """
+    keyword_files = _files(c.heads, c.keyword)
+    if not keyword_files:
+        return 0.0
+    scores = list(keyword_files.values())
+    best = scores[0]
+    ref = scores[params.lead_rank - 1] if len(scores) >= params.lead_rank else 0.0
+    lead = 1.0 - ref / best if best > 0 else 0.0
+    by_vector = sorted(vector.items(), key=lambda item: (-item[1], item[0]))
+    near = set(list(_files(c.heads, by_vector))[: params.agree_among])
+    top = list(keyword_files)[: params.agree_files]
+    agreement = sum(f in near for f in top) / len(top)
+    floor = params.keyword_floor
+    share = floor + (params.keyword_share - floor) * max(lead, agreement)
+    return 1.0 - known_share(c) * (1.0 - share)
+
+
+def known_share(c: Candidates) -> float:
+    """The share of the keyword matches that have a vector (1 without keyword matches).
+
+    The vector channel speaks only for those: while indexing runs, its share of the
+    relevance shrinks with theirs, so an index with a tenth of its vectors ranks about as
+    its keyword channel does, not by a tenth of its passages. With every vector made it
+    is 1, and the fusion is what it is at rest.
+    """
+    if not c.keyword:
+        return 1.0
+    return sum(cid in c.cosine for cid, _ in c.keyword) / len(c.keyword)
+
+
+def _files(heads: Mapping[int, int], hits: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Each file's best score (a file named by its first chunk), in the order of ``hits``."""
+    by_file: dict[int, float] = {}
+    for cid, score in hits:  # best first
+        by_file.setdefault(heads.get(cid, cid), score)
+    return by_file
+
+
+def adaptive(
+    vector: Mapping[int, float],
+    keyword: Mapping[int, float],
+    share: float | None,
+    vector_low: float | None = None,
+) -> dict[int, float]:
+    """``(1 - share) * V + share * K`` for every candidate (see the module docstring).
+
+    ``share`` None: only one channel ran, and it gets the whole weight.
+    """
+    if share is None:
+        share = 0.0 if vector else 1.0
+    v_low = min(vector.values(), default=0.0) if vector_low is None else vector_low
+    v_span = max(vector.values(), default=0.0) - v_low
+    k_best = max(keyword.values(), default=0.0)
+    fused: dict[int, float] = {}
+    for cid in vector.keys() | keyword.keys():
+        v = 0.0
+        if cid in vector:
+            v = (vector[cid] - v_low) / v_span if v_span > 0 else 1.0
+        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
+        fused[cid] = (1.0 - share) * v + share * k
+    return fused
+
+
+def convex(
+    vector: Mapping[int, float],
+    keyword: Mapping[int, float],
+    *,
+    vector_share: float,
+    channels: int = 2,
+) -> dict[int, float]:
+    """Fused relevance in [0, 1] of every candidate of either channel, with fixed shares.
+
+    ``vector`` maps a candidate to its vector score (a cosine, at least -1, possibly with
+    a bonus), ``keyword`` to its BM25 score (positive). Each is normalized by the best of
+    its channel; a candidate absent from a channel gets 0 there. With ``channels == 1``
+    only one channel ran and it gets the whole weight.
+    """
+    v_share = vector_share if channels == 2 else (1.0 if vector else 0.0)
+    k_share = 1.0 - v_share
+    v_best = max(vector.values(), default=0.0) + 1.0
+    k_best = max(keyword.values(), default=0.0)
+    fused: dict[int, float] = {}
+    for cid in vector.keys() | keyword.keys():
+        v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
+        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
+        fused[cid] = v_share * v + k_share * k
+    return fused
+
+
+def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
+    """Reciprocal rank fusion: sum over channels of weight / (k + rank), ranks from 1."""
+    fused: dict[int, float] = {}
+    for ids, weight in rankings:
+        for rank, cid in enumerate(ids, 1):
+            fused[cid] = fused.get(cid, 0.0) + weight / (k + rank)
+    return fused
+
+
+def with_heads(
+    cosine: Mapping[int, float],
+    heads: Mapping[int, int],
+    head_cosine: Mapping[int, float],
+    head_weight: float,
+) -> dict[int, float]:
+    """Each candidate's cosine plus ``head_weight`` times its file's first chunk's cosine."""
+    if head_weight == 0:
+        return dict(cosine)
+    known = {**head_cosine, **cosine}
+    return {
+        cid: cos + head_weight * known.get(heads.get(cid, cid), cos) for cid, cos in cosine.items()
+    }

@@ -1,0 +1,353 @@
+"""The command line: parse and check the flags, configure logging, serve over stdio."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from micro_rag_mcp import __version__
+from micro_rag_mcp.core.errors import ConfigError, StoreUnavailable
+from micro_rag_mcp.core.logfmt import OneLineFormatter
+from micro_rag_mcp.core.settings import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_FILE_MB,
+    DEFAULT_POLL_S,
+    EXT_GROUPS,
+    Settings,
+)
+from micro_rag_mcp.ingest.ignore import parse_rules
+from micro_rag_mcp.ingest.readers import missing_extra
+from micro_rag_mcp.store import StoreConfig, parse_shard, parse_store_url
+
+if TYPE_CHECKING:
+    from micro_rag_mcp.model.embedder import Embedder
+
+logger = logging.getLogger("micro_rag_mcp")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input is one line on stderr and exit status 2, not the usage and a line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="micro-rag-mcp",
+        description="Serve hybrid search over one folder of documents to an MCP client (stdio).",
+    )
+    p.add_argument(
+        "--data-folder",
+        help="Folder of documents to index and search (required, except with --store).",
+    )
+    p.add_argument("--title", required=True, help="MCP server name shown to the client.")
+    p.add_argument(
+        "--inst", required=True, help="Server instructions for the client, passed verbatim."
+    )
+    p.add_argument("--index-folder", help="Where the index lives (default: <data-folder>/index).")
+    p.add_argument(
+        "--exts",
+        default="docs",
+        metavar="LIST",
+        help="Comma-separated extensions and group names to index: 'docs' (every document "
+        "format, the default), 'code' (source files), e.g. 'docs,code' or '.md,code'.",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="Leave out paths matching this .gitignore-style pattern (repeatable), "
+        "e.g. 'drafts/' or '*.min.js'.",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=DEFAULT_CHUNK_SIZE,
+        help=f"Chunk length in characters (default: {DEFAULT_CHUNK_SIZE}).",
+    )
+    p.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=DEFAULT_CHUNK_OVERLAP,
+        help=f"Characters shared by consecutive chunks (default: {DEFAULT_CHUNK_OVERLAP}).",
+    )
+    p.add_argument(
+        "--max-file-size",
+        type=float,
+        default=DEFAULT_MAX_FILE_MB,
+        metavar="MB",
+        help=f"Skip files larger than this many MB (default: {DEFAULT_MAX_FILE_MB:g}).",
+    )
+    p.add_argument(
+        "--model-precision",
+        choices=("fp32", "int8"),
+        default="fp32",
+        help="Encoder precision: int8 embeds about 1.5x faster and ranks slightly worse "
+        "(default: fp32). Changing it re-embeds the index.",
+    )
+    p.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="Do not follow changes to the folder; index at start-up and on reindex only.",
+    )
+    p.add_argument(
+        "--poll-interval",
+        type=float,
+        default=DEFAULT_POLL_S,
+        metavar="SECONDS",
+        help="Seconds between scans when the folder cannot be watched "
+        f"(default: {DEFAULT_POLL_S:g}).",
+    )
+    add_store_arguments(p)
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="Debug detail in the stderr log (one line per file).",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return p
+
+
+def add_store_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that select a shared store instead of the index folder."""
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="Keep the index in a Milvus database shared by many processes, "
+        "milvus://HOST:PORT/DB?collection=NAME, instead of the index folder.",
+    )
+    p.add_argument(
+        "--store-token-env",
+        metavar="NAME",
+        help="Environment variable holding the store's token (user:password or API key).",
+    )
+
+
+def store_from_args(args: argparse.Namespace, shard: str | None = None) -> StoreConfig | None:
+    """The store the flags name (None: the index folder), its token read from the
+    environment variable they name."""
+    if args.store is None:
+        if args.store_token_env is not None:
+            raise ConfigError("--store-token-env applies only with --store")
+        return None
+    token = ""
+    if args.store_token_env is not None:
+        token = os.environ.get(args.store_token_env, "")
+        if not token:
+            raise ConfigError(f"--store-token-env: the variable {args.store_token_env} is not set")
+    config = parse_store_url(args.store, token)
+    return replace(config, shard=parse_shard(shard)) if shard is not None else config
+
+
+SUPPORTED_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
+
+
+def parse_exts(value: str) -> tuple[str, ...]:
+    """Suffixes (``.md`` or ``md``) and group names (``docs``, ``code``), in order, once each."""
+    exts: list[str] = []
+    for raw in value.split(","):
+        item = raw.strip().lower()
+        if not item:
+            continue
+        if item in EXT_GROUPS:
+            exts.extend(ext for ext in EXT_GROUPS[item] if ext not in exts)
+            continue
+        ext = item if item.startswith(".") else f".{item}"
+        if ext not in SUPPORTED_EXTS and (extra := missing_extra(ext)):
+            raise ConfigError(
+                f"--exts: {ext} is read only with the {extra} extra: "
+                f"pip install 'micro-rag-mcp[{extra}]'"
+            )
+        if ext not in SUPPORTED_EXTS:
+            groups = ", ".join(EXT_GROUPS)
+            supported = ", ".join(sorted(SUPPORTED_EXTS))
+            raise ConfigError(
+                f"--exts: unsupported extension {raw.strip()!r} (groups: {groups}; "
+                f"extensions: {supported})"
+            )
+        if ext not in exts:
+            exts.append(ext)
+    if not exts:
+        raise ConfigError("--exts: no extension given")
+    return tuple(exts)
+
+
+def parse_excludes(values: Sequence[str]) -> tuple[str, ...]:
+    """The ``--exclude`` patterns, each checked to be one usable .gitignore line."""
+    patterns: list[str] = []
+    for value in values:
+        pattern = value.strip()
+        if not pattern or "\n" in pattern or pattern.startswith("#"):
+            raise ConfigError(f"--exclude {value!r}: give one pattern, such as 'drafts/'")
+        if not parse_rules([pattern]):
+            raise ConfigError(f"--exclude {value!r}: not a usable pattern")
+        patterns.append(pattern)
+    return tuple(patterns)
+
+
+def check_folders(data_arg: str, index_arg: str | None, name: str) -> tuple[Path, Path]:
+    """The data folder (it must exist and be readable) and the index folder (by default
+    ``<data>/index``; if it exists it must be a folder), resolved. Nothing is created."""
+    data = Path(data_arg).expanduser()
+    if not data.is_dir():
+        raise ConfigError(f"{name} {data}: not an existing folder")
+    if not os.access(data, os.R_OK | os.X_OK):
+        raise ConfigError(f"{name} {data}: not readable")
+    data = data.resolve()
+    index = Path(index_arg).expanduser().resolve() if index_arg else data / "index"
+    if index.exists() and not index.is_dir():
+        raise ConfigError(f"--index-folder {index}: not a folder")
+    return data, index
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Validate the flags into a Settings, or raise ConfigError with a one-line reason.
+
+    Nothing is created or changed on disk: a start that is refused leaves no trace.
+    """
+    if args.data_folder is None:
+        if args.store is None:
+            raise ConfigError("--data-folder is required (unless --store is given)")
+        # A server of a shared store without a folder: it searches and reads only, and
+        # nothing is ever written under these (placeholder) folders.
+        data, index = Path.cwd(), Path.cwd() / "index"
+    else:
+        data, index = check_folders(args.data_folder, args.index_folder, "--data-folder")
+    if args.chunk_size < 50:
+        raise ConfigError("--chunk-size must be at least 50 characters")
+    if not 0 <= args.chunk_overlap < args.chunk_size // 2 + 1:
+        raise ConfigError("--chunk-overlap must be between 0 and half of --chunk-size")
+    if not args.max_file_size > 0:
+        raise ConfigError("--max-file-size must be a positive number of MB")
+    if not args.title.strip():
+        raise ConfigError("--title must not be empty")
+    if not args.poll_interval >= 1:
+        raise ConfigError("--poll-interval must be at least 1 second")
+    return Settings(
+        data_folder=data,
+        index_folder=index,
+        title=args.title,
+        instructions=args.inst,
+        exts=parse_exts(args.exts),
+        exclude=parse_excludes(args.exclude),
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        max_file_bytes=int(args.max_file_size * 1024 * 1024),
+        watch="off" if args.no_watch else "auto",
+        poll_interval_s=args.poll_interval,
+        model_precision=args.model_precision,
+    )
+
+
+MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
+
+
+def check_store_chunking(settings: Settings) -> None:
+    if settings.chunk_size > MAX_STORE_CHUNK:
+        raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
+
+
+def create_index_folder(settings: Settings, *, given: bool) -> None:
+    """Make the index folder (with its marker) once every flag is accepted, or raise
+    ConfigError; a folder that is not ours is refused first (``layout``), untouched.
+
+    ``given``: it was named with ``--index-folder``."""
+    from micro_rag_mcp.core.errors import IndexWriteError
+    from micro_rag_mcp.local.layout import check_index_folder, ensure_folder
+
+    index = settings.index_folder
+    check_index_folder(index, given=given)
+    existed = index.is_dir()
+    try:
+        ensure_folder(index)
+    except IndexWriteError as e:
+        if not existed:
+            why = getattr(e.__cause__, "strerror", None) or e.__cause__ or e
+            raise ConfigError(f"--index-folder {index}: cannot be created ({why})") from e
+        # An index of ours on a read-only disk: it is served as it is.
+        logger.warning("cannot mark %s as an index folder (%s)", index, e)
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.INFO if verbosity <= 0 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logger.setLevel(level)
+
+
+def greet_a_person(settings: Settings) -> None:
+    """Started by hand in a terminal, say once what this is and what it waits for."""
+    if sys.stdin is None or not sys.stdin.isatty():
+        return
+    logger.info(
+        "this is an MCP server for %s: it talks to an MCP client over stdin and stdout, and "
+        'waits for one now. Add it to a client (README, "MCP client configuration"), e.g. '
+        "claude mcp add NAME -- micro-rag-mcp --data-folder %s --title NAME --inst TEXT; "
+        'to search from a terminal, use micro-rag search %s "words"',
+        settings.data_folder,
+        settings.data_folder,
+        settings.data_folder,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        store = store_from_args(args)
+        if store is None:
+            create_index_folder(settings, given=args.index_folder is not None)
+        else:
+            check_store_chunking(settings)
+    except ConfigError as e:
+        print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
+        return 2
+    if store is not None:
+        from micro_rag_mcp.milvus.index import MilvusIndex
+
+        try:
+            MilvusIndex(store).connect()  # a store that cannot be reached stops the start
+        except StoreUnavailable as e:
+            print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
+            return 1
+    configure_logging(args.verbose)
+    from micro_rag_mcp.serve.stdio import StopSignals, serve_stdio
+
+    signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
+
+    # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    int8 = settings.model_precision == "int8"
+    work_dir = settings.index_folder if store is None else None
+
+    def load() -> Embedder:
+        from micro_rag_mcp.model.embedder import load_embedder
+
+        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
+
+    # The model loads once the handshake is answered (server.StartAfterHandshake): begun
+    # before it, its load competed with the SDK's import and made the handshake slower.
+    from micro_rag_mcp.serve.server import build_server
+
+    greet_a_person(settings)
+    if store is None:
+        logger.info("serving %s (index %s)", settings.data_folder, settings.index_folder)
+    else:
+        logger.info("serving the store %s", store.url)
+    folder = settings.data_folder if args.data_folder is not None else None
+    serve_stdio(build_server(settings, load, store, folder=folder), signals)
+    return 0

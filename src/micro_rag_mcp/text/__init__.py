@@ -1,0 +1,1 @@
+"""Text analysis: chunking, CJK segmentation, stemming, what a vector is made of, anchors."""

@@ -34,9 +34,10 @@ from pathlib import Path
 from bench import work_folder
 from bench.metrics import dedupe, percentile
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
-from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.milvus.config import StoreConfig, parse_store_url
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
-from micro_rag_mcp.store import Store, StoreConfig, open_store, parse_store_url
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.store import Store, open_store
 
 logger = logging.getLogger("bench")
 

@@ -39,8 +39,9 @@ import micro_rag_mcp.local.search as search_mod
 from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import Candidates, Ranking, SearchParams, fuse, query_terms
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
+from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams, fuse
+from micro_rag_mcp.search.terms import query_terms
 
 logger = logging.getLogger("bench")
 

@@ -33,8 +33,8 @@ from bench import work_folder
 from bench.folder_qa import CHANNELS, channel_params, index_folder, params_from, rank_files
 from bench.metrics import percentile
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.local.search import SearchParams
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
+from micro_rag_mcp.search.fusion import SearchParams
 
 logger = logging.getLogger("bench")
 

@@ -224,11 +224,12 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
     """Each stage of a first index alone, in seconds over the whole folder: reading (the
     reader process: parse and round trip), chunking, storing (SQLite, FTS5, fsync),
     tokenizing, and the encoder (timed on ``sample`` chunks, scaled to all)."""
+    from micro_rag_mcp.core.records import FileRecord
     from micro_rag_mcp.core.settings import Settings
+    from micro_rag_mcp.ingest.files import extract_chunks, scan_rules
     from micro_rag_mcp.ingest.isolation import IsolatedReader
     from micro_rag_mcp.ingest.scanner import scan
-    from micro_rag_mcp.local.catalog import Catalog, FileRecord
-    from micro_rag_mcp.local.indexer import _extract, scan_rules
+    from micro_rag_mcp.local.catalog import Catalog
     from micro_rag_mcp.model.embedder import load_embedder
     from micro_rag_mcp.text.vector_text import embedding_text
 
@@ -240,7 +241,7 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
         docs = [(f, reader.read(f.path, max_bytes=settings.max_file_bytes)) for f in files]
     seconds["reading"] = time.perf_counter() - started
     started = time.perf_counter()
-    chunked = [(f, _extract(doc, f.path, settings)[1]) for f, doc in docs]
+    chunked = [(f, extract_chunks(doc, f.path, settings)[1]) for f, doc in docs]
     seconds["chunking"] = time.perf_counter() - started
     shutil.rmtree(index, ignore_errors=True)
     index.mkdir(parents=True)

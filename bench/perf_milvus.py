@@ -97,8 +97,8 @@ def engine_for(folder: Path, url: str | None, shard: Sequence[int] | None = None
 
     from micro_rag_mcp.core.settings import Settings
     from micro_rag_mcp.local.engine import Engine
+    from micro_rag_mcp.milvus.config import parse_store_url
     from micro_rag_mcp.milvus.engine import MilvusEngine
-    from micro_rag_mcp.store import parse_store_url
 
     settings = Settings(data_folder=folder, index_folder=folder.parent / "index", watch="off")
     if url is None:
@@ -325,8 +325,8 @@ def run(args: argparse.Namespace) -> list[Row]:
 def _workers(args: argparse.Namespace, folder: Path, url: str, size: int) -> list[Row]:
     """Ingest ``size`` chunks into a new collection with each worker count."""
     from micro_rag_mcp.core.errors import StoreUnavailable
+    from micro_rag_mcp.milvus.config import parse_store_url
     from micro_rag_mcp.milvus.index import MilvusIndex
-    from micro_rag_mcp.store import parse_store_url
 
     per_file = args.milvus_chunks
     make_folder(folder, -(-size // per_file), per_file)

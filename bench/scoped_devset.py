@@ -28,7 +28,8 @@ from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.indexer import sync_files
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.search import SearchParams, hybrid_search
+from micro_rag_mcp.local.search import hybrid_search
+from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import parse_scope, resolve
 
 DAY_S = 86_400

@@ -49,9 +49,9 @@ from bench.retrieval import (
     summarize,
 )
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
-from micro_rag_mcp.local.indexer import document_title
-from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.ingest.files import document_title
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
+from micro_rag_mcp.search.fusion import SearchParams
 
 logger = logging.getLogger("bench")
 

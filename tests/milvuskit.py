@@ -17,8 +17,8 @@ import uuid
 from pathlib import Path
 
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.milvus.config import StoreConfig, parse_store_url
 from micro_rag_mcp.milvus.engine import MilvusEngine
-from micro_rag_mcp.store import StoreConfig, parse_store_url
 from tests.fakes import FakeEmbedder
 
 REPO = Path(__file__).resolve().parent.parent

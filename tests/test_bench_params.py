@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from bench.retrieval import params_record
-from micro_rag_mcp.local.search import STOPWORDS, SearchParams
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.terms import STOPWORDS
 
 
 def test_params_record_is_json_with_the_stop_words_as_a_sorted_list() -> None:

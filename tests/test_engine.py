@@ -10,8 +10,8 @@ import pytest
 
 from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.core.results import ModelState
+from micro_rag_mcp.ingest.files import EMBED_BATCH
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.indexer import EMBED_BATCH
 from micro_rag_mcp.local.pipeline import Steps
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.model.handle import ModelHandle

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ReadError
-from micro_rag_mcp.ingest.readers import FORMATS, Document, read_document
+from micro_rag_mcp.core.formats import FORMATS
+from micro_rag_mcp.ingest.readers import Document, read_document
 from micro_rag_mcp.ingest.readers.data import MAX_COLUMNS
 from micro_rag_mcp.ingest.readers.web import MAX_HTML_DEPTH, read_html
 from micro_rag_mcp.local.engine import Engine

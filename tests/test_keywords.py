@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from micro_rag_mcp.local.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.keywords import keyword_hits
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.ingest.files import extract_chunks
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document, read_document
 from micro_rag_mcp.ingest.readers.document import DocumentBuilder, HeadingPath
 from micro_rag_mcp.ingest.readers.text import markdown_sections
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.indexer import _extract
 from micro_rag_mcp.text.chunking import Locator
 from tests.conftest import make_settings
 from tests.docfactory import Heading, Table, make_bare_docx, make_docx
@@ -166,7 +166,7 @@ def test_each_chunk_gets_the_section_in_force_at_its_start(tmp_path: Path) -> No
     text = "# Alpha\n\n" + "alpha words here. " * 20 + "\n\n# Beta\n\n" + "beta words. " * 20
     doc = Document(text, sections=markdown_sections(text))
     settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50)
-    _, chunks = _extract(doc, tmp_path / "a.md", settings)
+    _, chunks = extract_chunks(doc, tmp_path / "a.md", settings)
     assert chunks[0].section == "Alpha"
     assert chunks[-1].section == "Beta"
     for c in chunks:
@@ -183,7 +183,7 @@ def test_rows_stay_whole_without_overlap_and_chunks_never_span_a_break(tmp_path:
             b.add(f"Name: person {row}; Team: {sheet}", sep="\n", row=row)
     doc = b.build()
     settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50)
-    _, chunks = _extract(doc, tmp_path / "t.xlsx", settings)
+    _, chunks = extract_chunks(doc, tmp_path / "t.xlsx", settings)
     lines = [line for c in chunks for line in c.text.split("\n")]
     assert len(lines) == 45  # every row once: whole, and in no two chunks
     assert all(line.startswith("Name: person") for line in lines)
@@ -199,7 +199,7 @@ def test_a_table_without_sheets_cites_its_rows_not_lines(tmp_path: Path) -> None
     b = DocumentBuilder()
     for row in (2, 3):
         b.add(f"Name: person {row}", sep="\n", row=row)
-    _, chunks = _extract(b.build(), tmp_path / "t.csv", make_settings(tmp_path))
+    _, chunks = extract_chunks(b.build(), tmp_path / "t.csv", make_settings(tmp_path))
     assert [(c.locator, c.line_start, c.line_end) for c in chunks] == [("rows 2–3", None, None)]
 
 
@@ -308,7 +308,7 @@ def test_a_code_passage_cites_its_lines_and_enclosing_definition(tmp_path: Path)
     (data / "catalog.py").write_text(CODE + "\n" * 3 + "x = 1\n" * 400)
     doc = read_document(data / "catalog.py", max_bytes=LIMIT)
     settings = make_settings(data, chunk_size=120, chunk_overlap=20)
-    _, chunks = _extract(doc, data / "catalog.py", settings)
+    _, chunks = extract_chunks(doc, data / "catalog.py", settings)
     fetch = next(c for c in chunks if "zeppelin_row" in c.text)
     assert fetch.section in {"class Catalog", "class Catalog › def fetch"}
     assert fetch.line_start is not None and fetch.line_start <= 8 <= (fetch.line_end or 0)

@@ -18,10 +18,10 @@ import numpy.typing as npt
 import pytest
 
 from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.ingest.files import EMBED_BATCH
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.indexer import EMBED_BATCH
 from micro_rag_mcp.local.pipeline import Steps
 from micro_rag_mcp.local.vectors import VectorStore
 from tests.conftest import eventually, make_settings

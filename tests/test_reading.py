@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from micro_rag_mcp.core.errors import InvalidArgument, NotIndexed
+from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.ingest.readers import read_document
-from micro_rag_mcp.local.catalog import StoredChunk
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.search.reading import stitch, window
 from micro_rag_mcp.text.chunking import Locator, chunk_text

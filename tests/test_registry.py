@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.core.formats import FORMATS
 from micro_rag_mcp.core.settings import CODE_EXTS, DOC_EXTS, EXT_GROUPS
-from micro_rag_mcp.ingest.readers import FORMATS, READERS, read_document
+from micro_rag_mcp.ingest.readers import READERS, read_document
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +75,7 @@ def test_every_reader_turns_empty_or_garbage_bytes_into_a_reason_or_text(
 
 def test_a_suffix_of_a_missing_extra_is_refused_with_the_install_hint() -> None:
     from micro_rag_mcp.core.errors import ConfigError
-    from micro_rag_mcp.ingest.readers import missing_extra
+    from micro_rag_mcp.core.formats import missing_extra
     from micro_rag_mcp.serve.main import parse_exts
 
     for fmt in FORMATS:

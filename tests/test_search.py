@@ -9,9 +9,9 @@ import pytest
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.keywords import MAX_SEARCHED_TERMS, searched_terms
-from micro_rag_mcp.local.search import STOPWORDS, SearchParams, fts_query, query_terms
-from micro_rag_mcp.search.fusion import convex, rrf
+from micro_rag_mcp.local.search import fts_query
+from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
+from micro_rag_mcp.search.terms import MAX_SEARCHED_TERMS, STOPWORDS, query_terms, searched_terms
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from micro_rag_mcp.local.catalog import Catalog, FileRecord, NewChunk
+from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.stats_cache import StatsCache
 
 

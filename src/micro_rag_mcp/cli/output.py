@@ -31,7 +31,7 @@ from rich.text import Text
 
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
-from micro_rag_mcp.local.search import STOPWORDS
+from micro_rag_mcp.search.terms import STOPWORDS
 from micro_rag_mcp.serve.tool_results import ReindexResult, SearchResult
 
 PLAIN_EVERY_S = 5.0  # a plain progress line at most this often

@@ -10,7 +10,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from micro_rag_mcp.local.catalog import StoredChunk
+from micro_rag_mcp.core.records import StoredChunk
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from micro_rag_mcp.ingest.readers import group_suffixes
+from micro_rag_mcp.core.formats import group_suffixes
 
 # Document formats, indexed by default (group "docs"), and source code (group "code"),
-# indexed only when asked for: the formats of readers.FORMATS that can be read here.
+# indexed only when asked for: the formats of formats.FORMATS that can be read here.
 DOC_EXTS: tuple[str, ...] = group_suffixes("docs")
 CODE_EXTS: tuple[str, ...] = group_suffixes("code")
 EXT_GROUPS: dict[str, tuple[str, ...]] = {"docs": DOC_EXTS, "code": CODE_EXTS}

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from micro_rag_mcp.core.errors import IndexWriteError
+from micro_rag_mcp.core.records import FileRecord, NewChunk, StoredChunk
 from micro_rag_mcp.text.cjk import bigrams, has_cjk
 from micro_rag_mcp.text.vector_text import vector_key
 
@@ -111,55 +112,6 @@ def is_damage(e: sqlite3.Error) -> bool:
     """Whether SQLite says the file itself is damaged (not busy, full or forbidden)."""
     code = getattr(e, "sqlite_errorcode", None)
     return code is not None and (code & 0xFF) in _DAMAGE_CODES
-
-
-@dataclass(frozen=True, slots=True)
-class FileRecord:
-    """What the catalog knows of one file, as of its last reindex."""
-
-    path: str
-    ext: str
-    size: int
-    mtime_ns: int
-    checksum: str | None
-    status: str
-    error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class NewChunk:
-    """A chunk about to be stored, with its citation positions."""
-
-    chunk_index: int
-    char_start: int
-    char_end: int
-    line_start: int | None
-    line_end: int | None
-    page: int | None
-    title: str
-    text: str
-    section: str | None = None  # heading path above the passage
-    locator: str | None = None  # position in the file's own terms ("slide 4")
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChunk:
-    """A stored chunk joined with its file, as search returns it."""
-
-    id: int
-    path: str
-    ext: str
-    mtime_ns: int
-    chunk_index: int
-    char_start: int
-    char_end: int
-    line_start: int | None
-    line_end: int | None
-    page: int | None
-    text: str
-    size: int  # the file's size when indexed; -1 when its stamp was too recent to trust
-    section: str | None = None
-    locator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

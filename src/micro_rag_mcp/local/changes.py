@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.ignore import Rule, ignored, parse_rules, read_rule_files
-from micro_rag_mcp.local.catalog import StoredChunk
 
 QUIET_S = 1.0  # a batch goes once no change came for this long ...
 MAX_WAIT_S = 10.0  # ... or once its oldest change waited this long

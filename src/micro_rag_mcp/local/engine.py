@@ -21,7 +21,6 @@ from typing import TypeVar
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
-from micro_rag_mcp.core.listing import CatalogListing
 from micro_rag_mcp.core.results import (
     NO_GOOD_MATCH,
     Hit,
@@ -35,14 +34,15 @@ from micro_rag_mcp.core.results import (
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.ingest.reader_pool import ReaderPool
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.ann import APPROXIMATE_FROM
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.local.changes import stale_files
 from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.listing import CatalogListing
 from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
-from micro_rag_mcp.local.search import SearchParams, VectorSide, search_beside
+from micro_rag_mcp.local.reader_pool import ReaderPool
+from micro_rag_mcp.local.search import VectorSide, search_beside
 from micro_rag_mcp.local.stats_cache import StatsCache
 from micro_rag_mcp.local.status import summarize
 from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
@@ -50,6 +50,7 @@ from micro_rag_mcp.local.watch import OFF, STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.local.writer import CLIENT, STARTUP, Writer
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
 
@@ -128,9 +129,9 @@ class Engine:
     def stop(self, timeout: float = 60.0) -> None:
         """Stop every pass at its next step and wait at most ``timeout`` s for the background.
 
-        A step is one file read or 32 chunks embedded (``indexer.EMBED_BATCH``); vectors embedded
-        so far are saved. Waiting for the step to end means no model call still runs when the
-        process exits (onnxruntime aborts the process if one does).
+        A step is one file read or 32 chunks embedded (``ingest.files.EMBED_BATCH``);
+        vectors embedded so far are saved. Waiting for the step to end means no model call
+        still runs when the process exits (onnxruntime aborts the process if one does).
         """
         self._stop.set()
         # Searches already queued still run (a cancelled one would fail its search with

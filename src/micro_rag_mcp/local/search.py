@@ -16,30 +16,30 @@ have a low cosine and still be exactly what was asked for). A chunk with no vect
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.core.results import Found, Hit
-from micro_rag_mcp.local.catalog import Catalog, StoredChunk
-from micro_rag_mcp.local.keywords import STOPWORDS, idf_sum, or_query, searched_terms
+from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.vectors import VectorStore
-from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams, fuse
+from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
+from micro_rag_mcp.search.terms import (
+    MAX_QUERY_TERMS,
+    idf_sum,
+    query_terms,
+    searched_terms,
+)
 from micro_rag_mcp.text.cjk import query_grams
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# Distinct words a query is read for: a bound against hostile input only (a paragraph has
-# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
-MAX_QUERY_TERMS = 1024
-_TERM = re.compile(r"\w+", re.UNICODE)
 DEFAULT_PARAMS = SearchParams()
-__all__ = ["STOPWORDS", "Candidates", "Ranking", "SearchParams", "fuse", "hybrid_search"]
 
 
 def fts_query(
@@ -53,29 +53,6 @@ def fts_query(
     """
     terms = query_terms(text, max_terms, stopwords)
     return or_query(terms) if terms else None
-
-
-def query_terms(
-    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
-) -> list[str]:
-    """The distinct words of ``text`` a keyword channel looks for, lower-cased, in order.
-
-    Words in ``stopwords`` are left out unless the text has no other word.
-    """
-    seen: dict[str, None] = {}
-    stopped: dict[str, None] = {}
-    for term in _TERM.findall(text.lower()):
-        term = term.strip("_")
-        if not term or term in seen:
-            continue
-        if term in stopwords:
-            if len(stopped) < max_terms:
-                stopped[term] = None
-            continue
-        seen[term] = None
-        if len(seen) >= max_terms:
-            break
-    return list(seen or stopped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,30 +212,3 @@ def _merged(
     for cid, score in second:
         scores[cid] = scores.get(cid, 0.0) + score
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
-def best_hits(
-    fetch: Callable[[Sequence[int]], Mapping[int, StoredChunk]],
-    ranking: Ranking,
-    top_k: int,
-    score_threshold: float,
-) -> list[Hit]:
-    """Rows of the best ranked chunks that pass the threshold, a window at a time."""
-    hits: list[Hit] = []
-    window = max(2 * top_k, 20)
-    ranked = ranking.ranked
-    for at in range(0, len(ranked), window):
-        batch = ranked[at : at + window]
-        rows = fetch(batch)
-        for cid in batch:
-            row = rows.get(cid)
-            if row is None:  # a vector whose chunk was deleted after the file was saved
-                continue
-            score = ranking.cosine.get(cid)
-            channels = ranking.found_by[cid]
-            if score is not None and score < score_threshold and "keyword" not in channels:
-                continue
-            hits.append(Hit(row, score, ranking.fused[cid], channels))
-            if len(hits) == top_k:
-                return hits
-    return hits

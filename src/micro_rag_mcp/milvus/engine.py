@@ -28,6 +28,7 @@ from micro_rag_mcp.core.errors import (
     StoreUnavailable,
 )
 from micro_rag_mcp.core.pace import ProgressLog
+from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.core.results import (
     NO_GOOD_MATCH,
     IndexState,
@@ -42,9 +43,7 @@ from micro_rag_mcp.core.results import (
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob
-from micro_rag_mcp.local.catalog import FileRecord, StoredChunk
-from micro_rag_mcp.local.indexer import vector_space
-from micro_rag_mcp.local.search import SearchParams
+from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.listing import MilvusListing
@@ -52,10 +51,10 @@ from micro_rag_mcp.milvus.rows import WRITING, stored_chunk
 from micro_rag_mcp.milvus.search import store_search
 from micro_rag_mcp.milvus.sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.model.handle import ModelHandle, vector_space
+from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.search.scope import SearchScope
-from micro_rag_mcp.store import StoreConfig
 
 if TYPE_CHECKING:
     import numpy as np

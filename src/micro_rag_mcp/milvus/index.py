@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.core.errors import StoreMismatch, StoreUnavailable
+from micro_rag_mcp.milvus.config import StoreConfig, shard_key, shard_range
 from micro_rag_mcp.milvus.rows import (
     BUCKETS,
     CHUNK_FIELDS,
@@ -46,7 +47,6 @@ from micro_rag_mcp.milvus.rows import (
     in_filter,
     literal,
 )
-from micro_rag_mcp.store import StoreConfig, shard_key, shard_range
 from micro_rag_mcp.text.stemming import STEMMING_ID
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from micro_rag_mcp.local.catalog import FileRecord, NewChunk, StoredChunk
-from micro_rag_mcp.store import shard_key
+from micro_rag_mcp.core.records import FileRecord, NewChunk, StoredChunk
+from micro_rag_mcp.milvus.config import shard_key
 from micro_rag_mcp.text.cjk import gram_tokens
 from micro_rag_mcp.text.stemming import stemmed
 

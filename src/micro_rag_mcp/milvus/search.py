@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
-from micro_rag_mcp.local.catalog import StoredChunk
-from micro_rag_mcp.local.search import Candidates, SearchParams, best_hits, fuse, query_terms
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence
 from micro_rag_mcp.milvus.rows import ChunkHit, stored_chunk
+from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
+from micro_rag_mcp.search.terms import query_terms
 from micro_rag_mcp.text.cjk import query_gram_tokens
 
 if TYPE_CHECKING:

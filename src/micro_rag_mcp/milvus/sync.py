@@ -1,7 +1,7 @@
 """A reindex pass into a Milvus store: the embedded pass's reading, files written in batches.
 
 The folder is scanned and each file read and chunked exactly as ``indexer`` does it
-(``scan``, ``_extract``, ``embedding_text``); unchanged files are skipped by their size
+(``scan``, ``extract_chunks``, ``embedding_text``); unchanged files are skipped by their size
 and mtime, then by their text's checksum. Changed files wait in a batch (``batch_chunks``
 chunks), whose chunks are embedded together, since a chunk in Milvus always has its
 vector. A batch is written in the steps of ``milvus_store``, each one request for the
@@ -32,26 +32,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.ingest.isolation import IsolatedReader
-from micro_rag_mcp.ingest.readers import Document
-from micro_rag_mcp.ingest.scanner import ScannedFile, Scope, scan
-from micro_rag_mcp.local.catalog import FileRecord, NewChunk
-from micro_rag_mcp.local.indexer import (
+from micro_rag_mcp.ingest.files import (
     EMBED_BATCH,
     SyncCounts,
-    _extract,
-    _stamp_size,
+    extract_chunks,
     failure_record,
     gone_paths,
     scan_rules,
+    stamp_size,
     text_checksum,
 )
+from micro_rag_mcp.ingest.isolation import IsolatedReader
+from micro_rag_mcp.ingest.readers import Document
+from micro_rag_mcp.ingest.scanner import ScannedFile, Scope, scan
+from micro_rag_mcp.milvus.config import in_shard
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import WRITING, FileRow, chunk_rows, new_version
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.store import in_shard
 from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
@@ -159,9 +159,9 @@ def _examine(
         counts.left_as_it_was(ok=rec.status == "ok")
         return None
     ext = os.path.splitext(f.rel)[1].lower()
-    size = _stamp_size(f)
+    size = stamp_size(f)
     try:
-        text, chunks = _extract(read(f.path), f.path, settings)
+        text, chunks = extract_chunks(read(f.path), f.path, settings)
     except ReadError as e:
         _failed(index, f, row, ext, size, e, counts)
         return None

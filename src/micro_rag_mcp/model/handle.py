@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
 from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +104,8 @@ class ModelHandle:
             logger.exception("embedding model failed to load")
         finally:
             self._ended.set()
+
+
+def vector_space(embedder: Embedder) -> str:
+    """The identity of the vectors: the model and what it was given to embed."""
+    return f"{embedder.model_id};{VECTOR_RECIPE}"

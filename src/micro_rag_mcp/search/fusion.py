@@ -28,10 +28,12 @@ stays None.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from micro_rag_mcp.local.keywords import STOPWORDS
+from micro_rag_mcp.core.records import StoredChunk
+from micro_rag_mcp.core.results import Hit
+from micro_rag_mcp.search.terms import STOPWORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,3 +286,30 @@ def with_heads(
     return {
         cid: cos + head_weight * known.get(heads.get(cid, cid), cos) for cid, cos in cosine.items()
     }
+
+
+def best_hits(
+    fetch: Callable[[Sequence[int]], Mapping[int, StoredChunk]],
+    ranking: Ranking,
+    top_k: int,
+    score_threshold: float,
+) -> list[Hit]:
+    """Rows of the best ranked chunks that pass the threshold, a window at a time."""
+    hits: list[Hit] = []
+    window = max(2 * top_k, 20)
+    ranked = ranking.ranked
+    for at in range(0, len(ranked), window):
+        batch = ranked[at : at + window]
+        rows = fetch(batch)
+        for cid in batch:
+            row = rows.get(cid)
+            if row is None:  # a vector whose chunk was deleted after the file was saved
+                continue
+            score = ranking.cosine.get(cid)
+            channels = ranking.found_by[cid]
+            if score is not None and score < score_threshold and "keyword" not in channels:
+                continue
+            hits.append(Hit(row, score, ranking.fused[cid], channels))
+            if len(hits) == top_k:
+                return hits
+    return hits

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.core.errors import ConfigError, StoreUnavailable
+from micro_rag_mcp.core.formats import missing_extra
 from micro_rag_mcp.core.logfmt import OneLineFormatter
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -23,8 +24,7 @@ from micro_rag_mcp.core.settings import (
     Settings,
 )
 from micro_rag_mcp.ingest.ignore import parse_rules
-from micro_rag_mcp.ingest.readers import missing_extra
-from micro_rag_mcp.store import StoreConfig, parse_shard, parse_store_url
+from micro_rag_mcp.milvus.config import StoreConfig, parse_shard, parse_store_url
 
 if TYPE_CHECKING:
     from micro_rag_mcp.model.embedder import Embedder

@@ -39,6 +39,7 @@ from micro_rag_mcp.core.arguments import (
 from micro_rag_mcp.core.errors import InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, MAX_CHARS
 from micro_rag_mcp.search.scope import parse_scope
@@ -62,7 +63,7 @@ from micro_rag_mcp.serve.tool_results import (
     running_result,
     search_result,
 )
-from micro_rag_mcp.store import Store, StoreConfig, open_store
+from micro_rag_mcp.store import Store, open_store
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext

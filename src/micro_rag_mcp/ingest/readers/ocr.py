@@ -24,11 +24,12 @@ import time
 from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.core.formats import EXTRAS
 from micro_rag_mcp.ingest.readers.guards import short
 
 logger = logging.getLogger(__name__)
 
-OCR_MODULE = "rapidocr_onnxruntime"
+OCR_MODULE = EXTRAS["ocr"][0]
 INSTALL_HINT = "pip install 'micro-rag-mcp[ocr]'"
 OCR_LOCATOR = "OCR"  # the locator of text that was recognized, not read from a text layer
 PAGE_BUDGET_S = 30.0

@@ -1,0 +1,82 @@
+"""The file formats the index takes: their suffixes, their ``--exts`` group, and the
+optional dependency set each needs. ``FORMATS`` is the one list of formats: the ``docs``
+and ``code`` groups, the README's format table and the tests derive from it; how each
+format is read is ``ingest.readers``' part (one reader per format, by its name).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Literal
+
+Group = Literal["docs", "code"]
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """One file format: its suffixes and the ``--exts`` group it belongs to.
+
+    ``extra``: the optional dependency set (``pip install 'micro-rag-mcp[ocr]'``) the
+    reader needs; without it the format is not read at all. ``zip_member``: the member
+    that makes a zip archive this format (the zip formats are vetted before parsing).
+    """
+
+    name: str
+    suffixes: tuple[str, ...]
+    group: Group = "docs"
+    extra: str = ""
+    zip_member: str = ""
+
+    @property
+    def available(self) -> bool:
+        return not self.extra or extra_installed(self.extra)
+
+
+def extra_installed(extra: str) -> bool:
+    """Whether the optional dependencies named ``extra`` can be imported (not importing them)."""
+    return all(importlib.util.find_spec(module) is not None for module in EXTRAS[extra])
+
+
+# The modules each optional dependency set brings, as imported.
+EXTRAS: dict[str, tuple[str, ...]] = {"ocr": ("rapidocr_onnxruntime",)}
+
+FORMATS: tuple[Format, ...] = (
+    Format("text", (".txt",)),
+    Format("Markdown", (".md",)),
+    Format("PDF", (".pdf",)),
+    Format("Word", (".docx",), zip_member="word/document.xml"),
+    Format("Excel", (".xlsx",), zip_member="xl/workbook.xml"),
+    Format("PowerPoint", (".pptx",), zip_member="ppt/presentation.xml"),
+    Format("HTML", (".html", ".htm")),
+    Format("EPUB", (".epub",), zip_member="META-INF/container.xml"),
+    Format("CSV", (".csv",)),
+    Format("TSV", (".tsv",)),
+    Format("notebook", (".ipynb",)),
+    Format("reStructuredText", (".rst",)),
+    Format("text markup and data", (".org", ".tex", ".json", ".yaml", ".yml", ".toml")),
+    Format("OpenDocument text", (".odt",), zip_member="content.xml"),
+    Format("OpenDocument spreadsheet", (".ods",), zip_member="content.xml"),
+    Format("OpenDocument presentation", (".odp",), zip_member="content.xml"),
+    Format("e-mail", (".eml",)),
+    Format("image", (".png", ".jpg", ".jpeg", ".tif", ".tiff"), extra="ocr"),
+    Format(
+        "code",
+        (".py", ".js", ".ts", ".go", ".rs", ".java", ".c", ".cpp", ".h", ".cs", ".rb", ".php")
+        + (".sh", ".sql"),
+        group="code",
+    ),
+)
+
+
+def missing_extra(suffix: str) -> str:
+    """The extra a format of ``suffix`` needs and lacks here ("ocr"); "" for none."""
+    for fmt in FORMATS:
+        if suffix in fmt.suffixes and not fmt.available:
+            return fmt.extra
+    return ""
+
+
+def group_suffixes(group: Group) -> tuple[str, ...]:
+    """The suffixes ``--exts`` group ``group`` stands for: its formats that can be read."""
+    return tuple(s for fmt in FORMATS if fmt.group == group and fmt.available for s in fmt.suffixes)

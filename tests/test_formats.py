@@ -248,7 +248,7 @@ def test_rst_titles_give_sections(tmp_path: Path) -> None:
 
 
 def test_exts_accepts_group_names_beside_suffixes() -> None:
-    from micro_rag_mcp.serve.main import parse_exts
+    from micro_rag_mcp.options import parse_exts
 
     assert parse_exts("docs") == DOC_EXTS
     assert parse_exts("docs,code") == DOC_EXTS + CODE_EXTS
@@ -258,7 +258,7 @@ def test_exts_accepts_group_names_beside_suffixes() -> None:
 
 def test_exts_names_the_groups_when_refusing(tmp_path: Path) -> None:
     from micro_rag_mcp.core.errors import ConfigError
-    from micro_rag_mcp.serve.main import parse_exts
+    from micro_rag_mcp.options import parse_exts
 
     with pytest.raises(ConfigError, match=r"'\.exe' \(groups: docs, code"):
         parse_exts(".txt,.exe")

@@ -325,7 +325,7 @@ def test_a_file_newly_ignored_leaves_the_index_and_exclude_keeps_paths_out(data:
 
 def test_exclude_patterns_are_checked_on_the_command_line() -> None:
     from micro_rag_mcp.core.errors import ConfigError
-    from micro_rag_mcp.serve.main import parse_excludes
+    from micro_rag_mcp.options import parse_excludes
 
     assert parse_excludes([" drafts/ ", "*.min.js"]) == ("drafts/", "*.min.js")
     for bad in ["", "# comment", "a\nb"]:

@@ -30,9 +30,10 @@ from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
+from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.terms import query_terms
-from micro_rag_mcp.serve.main import build_parser, settings_from_args, store_from_args
+from micro_rag_mcp.serve.main import build_parser, settings_from_args
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine

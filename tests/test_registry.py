@@ -76,7 +76,7 @@ def test_every_reader_turns_empty_or_garbage_bytes_into_a_reason_or_text(
 def test_a_suffix_of_a_missing_extra_is_refused_with_the_install_hint() -> None:
     from micro_rag_mcp.core.errors import ConfigError
     from micro_rag_mcp.core.formats import missing_extra
-    from micro_rag_mcp.serve.main import parse_exts
+    from micro_rag_mcp.options import parse_exts
 
     for fmt in FORMATS:
         for suffix in fmt.suffixes:

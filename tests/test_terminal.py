@@ -50,7 +50,11 @@ def test_in_a_terminal_the_server_says_once_what_it_waits_for(tmp_path: Path) ->
     lines = stderr_until(tmp_path, "serving", tty=True)
     greetings = [line for line in lines if GREETING in line]
     assert len(greetings) == 1
-    assert "MCP client configuration" in greetings[0] and "micro-rag search" in greetings[0]
+    assert "MCP client configuration" in greetings[0]
+    # the commands as a client must run them: by full path, no environment activated
+    bin_dir = Path(sys.executable).parent
+    assert f"-- {bin_dir / 'micro-rag-mcp'} --data-folder" in greetings[0]
+    assert f"use {bin_dir / 'micro-rag'} search" in greetings[0]
 
 
 def test_started_by_a_client_the_server_does_not_greet(tmp_path: Path) -> None:

@@ -27,14 +27,14 @@ from micro_rag_mcp.core.errors import (
     NotIndexed,
     PassageGone,
 )
-from micro_rag_mcp.core.logfmt import OneLineFormatter
+from micro_rag_mcp.core.logfmt import log_to_stderr
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_FILE_MB,
 )
+from micro_rag_mcp.options import OneLineParser, add_store_arguments
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, MAX_CHARS
-from micro_rag_mcp.serve.main import OneLineParser, add_store_arguments
 
 logger = logging.getLogger("micro_rag_mcp")
 
@@ -248,12 +248,7 @@ def _folder_argument(parser: argparse.ArgumentParser) -> None:
 
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter("micro-rag: %(levelname)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logger.setLevel(level)
+    log_to_stderr("micro-rag: %(levelname)s: %(message)s", level)
 
 
 def _index_folder(args: argparse.Namespace) -> Path:

@@ -30,7 +30,7 @@ from micro_rag_mcp.core.settings import (
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.local.layout import IndexPaths, check_index_folder
 from micro_rag_mcp.milvus.config import StoreConfig
-from micro_rag_mcp.serve.main import check_folders, parse_excludes, parse_exts, store_from_args
+from micro_rag_mcp.options import check_folders, parse_excludes, parse_exts, store_from_args
 from micro_rag_mcp.store import Store
 
 if TYPE_CHECKING:

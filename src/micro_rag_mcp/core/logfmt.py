@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x80-\x9f\u2028\u2029]")
 
@@ -23,3 +24,14 @@ class OneLineFormatter(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
         record.message = escape_controls(record.message)
         return super().formatMessage(record)
+
+
+def log_to_stderr(line: str, level: int) -> None:
+    """Every log line to stderr (stdout may be a protocol) as ``line`` formats it, one line
+    each: the package's at ``level``, other libraries' from warnings up."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter(line))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("micro_rag_mcp").setLevel(level)

@@ -216,11 +216,7 @@ class IsolatedReader:
 
 
 if __name__ == "__main__":
-    from micro_rag_mcp.core.logfmt import OneLineFormatter
+    from micro_rag_mcp.core.logfmt import log_to_stderr
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        OneLineFormatter("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s")
-    )
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    log_to_stderr("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s", logging.WARNING)
     _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

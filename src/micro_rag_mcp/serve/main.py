@@ -5,38 +5,35 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.core.errors import ConfigError, StoreUnavailable
-from micro_rag_mcp.core.formats import missing_extra
-from micro_rag_mcp.core.logfmt import OneLineFormatter
+from micro_rag_mcp.core.logfmt import log_to_stderr
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_FILE_MB,
     DEFAULT_POLL_S,
-    EXT_GROUPS,
     Settings,
 )
-from micro_rag_mcp.ingest.ignore import parse_rules
-from micro_rag_mcp.milvus.config import StoreConfig, parse_shard, parse_store_url
+from micro_rag_mcp.options import (
+    OneLineParser,
+    add_store_arguments,
+    check_folders,
+    parse_excludes,
+    parse_exts,
+    store_from_args,
+)
 
 if TYPE_CHECKING:
     from micro_rag_mcp.model.embedder import Embedder
 
 logger = logging.getLogger("micro_rag_mcp")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Bad input is one line on stderr and exit status 2, not the usage and a line."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,98 +116,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_store_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags that select a shared store instead of the index folder."""
-    p.add_argument(
-        "--store",
-        metavar="URL",
-        help="Keep the index in a Milvus database shared by many processes, "
-        "milvus://HOST:PORT/DB?collection=NAME, instead of the index folder.",
-    )
-    p.add_argument(
-        "--store-token-env",
-        metavar="NAME",
-        help="Environment variable holding the store's token (user:password or API key).",
-    )
-
-
-def store_from_args(args: argparse.Namespace, shard: str | None = None) -> StoreConfig | None:
-    """The store the flags name (None: the index folder), its token read from the
-    environment variable they name."""
-    if args.store is None:
-        if args.store_token_env is not None:
-            raise ConfigError("--store-token-env applies only with --store")
-        return None
-    token = ""
-    if args.store_token_env is not None:
-        token = os.environ.get(args.store_token_env, "")
-        if not token:
-            raise ConfigError(f"--store-token-env: the variable {args.store_token_env} is not set")
-    config = parse_store_url(args.store, token)
-    return replace(config, shard=parse_shard(shard)) if shard is not None else config
-
-
-SUPPORTED_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
-
-
-def parse_exts(value: str) -> tuple[str, ...]:
-    """Suffixes (``.md`` or ``md``) and group names (``docs``, ``code``), in order, once each."""
-    exts: list[str] = []
-    for raw in value.split(","):
-        item = raw.strip().lower()
-        if not item:
-            continue
-        if item in EXT_GROUPS:
-            exts.extend(ext for ext in EXT_GROUPS[item] if ext not in exts)
-            continue
-        ext = item if item.startswith(".") else f".{item}"
-        if ext not in SUPPORTED_EXTS and (extra := missing_extra(ext)):
-            raise ConfigError(
-                f"--exts: {ext} is read only with the {extra} extra: "
-                f"pip install 'micro-rag-mcp[{extra}]'"
-            )
-        if ext not in SUPPORTED_EXTS:
-            groups = ", ".join(EXT_GROUPS)
-            supported = ", ".join(sorted(SUPPORTED_EXTS))
-            raise ConfigError(
-                f"--exts: unsupported extension {raw.strip()!r} (groups: {groups}; "
-                f"extensions: {supported})"
-            )
-        if ext not in exts:
-            exts.append(ext)
-    if not exts:
-        raise ConfigError("--exts: no extension given")
-    return tuple(exts)
-
-
-def parse_excludes(values: Sequence[str]) -> tuple[str, ...]:
-    """The ``--exclude`` patterns, each checked to be one usable .gitignore line."""
-    patterns: list[str] = []
-    for value in values:
-        pattern = value.strip()
-        if not pattern or "\n" in pattern or pattern.startswith("#"):
-            raise ConfigError(f"--exclude {value!r}: give one pattern, such as 'drafts/'")
-        if not parse_rules([pattern]):
-            raise ConfigError(f"--exclude {value!r}: not a usable pattern")
-        patterns.append(pattern)
-    return tuple(patterns)
-
-
-def check_folders(data_arg: str, index_arg: str | None, name: str) -> tuple[Path, Path]:
-    """The data folder (it must exist and be readable) and the index folder (by default
-    ``<data>/index``; if it exists it must be a folder), resolved. Nothing is created."""
-    data = Path(data_arg).expanduser()
-    if not data.is_dir():
-        raise ConfigError(f"{name} {data}: not an existing folder")
-    if not os.access(data, os.R_OK | os.X_OK):
-        raise ConfigError(f"{name} {data}: not readable")
-    data = data.resolve()
-    index = Path(index_arg).expanduser().resolve() if index_arg else data / "index"
-    if index.exists() and not index.is_dir():
-        raise ConfigError(f"--index-folder {index}: not a folder")
-    return data, index
-
-
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Validate the flags into a Settings, or raise ConfigError with a one-line reason.
 
@@ -281,12 +186,7 @@ def create_index_folder(settings: Settings, *, given: bool) -> None:
 
 def configure_logging(verbosity: int) -> None:
     level = logging.INFO if verbosity <= 0 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logger.setLevel(level)
+    log_to_stderr("%(asctime)s %(levelname)s %(name)s: %(message)s", level)
 
 
 def greet_a_person(settings: Settings) -> None:
@@ -296,12 +196,24 @@ def greet_a_person(settings: Settings) -> None:
     logger.info(
         "this is an MCP server for %s: it talks to an MCP client over stdin and stdout, and "
         'waits for one now. Add it to a client (README, "MCP client configuration"), e.g. '
-        "claude mcp add NAME -- micro-rag-mcp --data-folder %s --title NAME --inst TEXT; "
-        'to search from a terminal, use micro-rag search %s "words"',
+        "claude mcp add NAME -- %s --data-folder %s --title NAME --inst TEXT; "
+        'to search from a terminal, use %s search %s "words"',
         settings.data_folder,
+        installed_command("micro-rag-mcp"),
         settings.data_folder,
+        installed_command("micro-rag"),
         settings.data_folder,
     )
+
+
+def installed_command(name: str) -> str:
+    """The full path of the command ``name`` as installed beside this interpreter (a client
+    starts it with no virtual environment active), or found on PATH; else the bare name."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which(name)
+    return os.path.abspath(found) if found else name
 
 
 def main(argv: Sequence[str] | None = None) -> int:

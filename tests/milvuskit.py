@@ -65,7 +65,7 @@ class MilvusServer:
     def _wait_ready(self) -> None:
         from pymilvus import MilvusClient
 
-        from micro_rag_mcp.milvus.index import GRPC_OPTIONS
+        from micro_rag_mcp.milvus.collections import GRPC_OPTIONS
 
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
@@ -124,7 +124,7 @@ HALTING_WORKER = """
 import sys
 from pathlib import Path
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.store import parse_store_url
+from micro_rag_mcp.milvus.config import parse_store_url
 from tests.milvuskit import store_engine
 
 data, url, step, n, batch = Path(sys.argv[1]), sys.argv[2], sys.argv[3], *map(int, sys.argv[4:])

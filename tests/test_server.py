@@ -361,7 +361,7 @@ class Opened:
 def test_the_store_is_opened_only_after_the_handshake_is_answered() -> None:
     from types import SimpleNamespace
 
-    from micro_rag_mcp.serve.server import Later, StartAfterHandshake
+    from micro_rag_mcp.serve.opening import Later, StartAfterHandshake
 
     made: list[Opened] = []
 
@@ -378,7 +378,8 @@ def test_the_store_is_opened_only_after_the_handshake_is_answered() -> None:
 
     async def messages() -> None:
         for method in ("initialize", "notifications/initialized", "tools/list"):
-            await middleware(SimpleNamespace(method=method, lifespan_context=later), call_next)  # type: ignore[arg-type]
+            context = SimpleNamespace(later=later)
+            await middleware(SimpleNamespace(method=method, lifespan_context=context), call_next)  # type: ignore[arg-type]
 
     anyio.run(messages)
     assert seen == [

@@ -28,10 +28,13 @@ class OneLineFormatter(logging.Formatter):
 
 def log_to_stderr(line: str, level: int) -> None:
     """Every log line to stderr (stdout may be a protocol) as ``line`` formats it, one line
-    each: the package's at ``level``, other libraries' from warnings up."""
+    each: the package's at ``level``, other libraries' from warnings up (pymilvus's not
+    at all: the store's errors say what failed)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(OneLineFormatter(line))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
     logging.getLogger("micro_rag_mcp").setLevel(level)
+    # pymilvus logs every failed call with its traceback at ERROR; ours says it once.
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)

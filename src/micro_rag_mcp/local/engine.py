@@ -8,51 +8,39 @@ knows nothing of MCP; what it returns is in ``results``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import replace
-from typing import TypeVar
+from concurrent.futures import ThreadPoolExecutor
 
-from micro_rag_mcp.core.arguments import shown
-from micro_rag_mcp.core.errors import IndexBusy, IndexUnreadable, MicroRagError, NotIndexed, Stopped
-from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
+from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
+from micro_rag_mcp.core.fsutil import lock_is_held
 from micro_rag_mcp.core.results import (
-    NO_GOOD_MATCH,
-    Hit,
     IndexState,
     IndexSummary,
-    ModelState,
     ProgressFn,
     ReindexReport,
     SearchOutcome,
-    TextPassage,
-    state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
-from micro_rag_mcp.local.changes import stale_files
+from micro_rag_mcp.local.answers import EngineAnswers
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.listing import CatalogListing
 from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.local.reader_pool import ReaderPool
-from micro_rag_mcp.local.search import VectorSide, search_beside
 from micro_rag_mcp.local.stats_cache import StatsCache
 from micro_rag_mcp.local.status import summarize
-from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
-from micro_rag_mcp.local.watch import OFF, STANDBY, WATCHED_ELSEWHERE, Watcher
+from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.watch import OFF, Watcher
 from micro_rag_mcp.local.writer import CLIENT, STARTUP, Writer
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
-from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
+from micro_rag_mcp.search.scope import ScopeCache
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
@@ -61,10 +49,8 @@ logger = logging.getLogger(__name__)
 WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be set up
 SEARCH_THREADS = 4  # searches whose vector channel can run at once
 
-_T = TypeVar("_T")
 
-
-class Engine:
+class Engine(EngineAnswers):
     """Search and reindex one folder; the model loads and a start-up pass runs in the background."""
 
     def __init__(
@@ -239,162 +225,7 @@ class Engine:
 
     # -- search ----------------------------------------------------------------------
 
-    def search(
-        self,
-        query: str,
-        top_k: int = 5,
-        score_threshold: float = 0.2,
-        scope: SearchScope | None = None,
-    ) -> SearchOutcome:
-        """The best passages for the query (from the files of ``scope``, if given), with
-        the index's state and any notices.
-
-        The query's embedding and the vector channel run in a thread of their own while
-        this one runs the keyword channel and counts the catalog: at a million chunks each
-        channel takes several milliseconds, and the first search after a start waits for
-        the model meanwhile.
-        """
-        notices: list[str] = []
-        with contextlib.ExitStack() as held:
-            try:
-                catalog = held.enter_context(self._readers.reader())
-            except CatalogCorrupt:
-                self._model_notices(self._model.get(self.settings.model_wait_s), notices)
-                state = self._state(None)
-                notices.append(
-                    "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
-                )
-                return SearchOutcome([], state, notices)
-            within = self._scopes.resolve(catalog, scope) if scope is not None else None
-            weak = False
-            if within is not None and within.empty:
-                notices.append(within.notice())
-                hits: list[Hit] = []
-                state = self._state(catalog)
-            else:
-                hits, state, weak = self._search_in(
-                    catalog, query, top_k, score_threshold, notices, within
-                )
-        notices.extend(state_notices(state))
-        if weak and hits:
-            notices.append(NO_GOOD_MATCH)
-        return SearchOutcome(hits, state, notices, no_good_match=weak and bool(hits))
-
-    def _search_in(
-        self,
-        catalog: Catalog,
-        query: str,
-        top_k: int,
-        score_threshold: float,
-        notices: list[str],
-        within: Resolved | None = None,
-    ) -> tuple[list[Hit], IndexState, bool]:
-        try:
-            pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
-            try:
-                stats = self._stats.get(catalog)
-                found = search_beside(
-                    catalog,
-                    query,
-                    lambda: pending.result()[1],
-                    top_k=top_k,
-                    score_threshold=score_threshold,
-                    params=self.params,
-                    files=within.file_ids if within is not None else None,
-                )
-            finally:
-                # Even after a failure here: no model call may outlive the search (a process
-                # that exits during one is aborted by onnxruntime).
-                wait([pending])
-            embedder, _ = pending.result()
-            self._model_notices(embedder, notices)
-            hits = with_context(catalog, self._mark_stale(found.hits, notices))
-            return hits, self._state(catalog, stats), found.no_good_match
-        except sqlite3.DatabaseError as e:
-            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-
-    def _vector_side(
-        self, query: str, meta: tuple[str | None, str | None], within: Resolved | None = None
-    ) -> tuple[Embedder | None, VectorSide | None]:
-        """The model (waiting for it as long as a search may), and the vector channel's
-        part of the search if the model and the vectors are there."""
-        embedder = self._model.get(self.settings.model_wait_s)
-        if embedder is None or "vector" not in self.params.channels:
-            return embedder, None
-        query_vector = embedder.embed_query(query)
-        store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
-        if store is None:
-            return embedder, None
-        keys = within.keys if within is not None else None
-        hits = store.search(query_vector, self.params.depth, keys)
-        chunks = within.chunk_ids if within is not None else None
-        return embedder, VectorSide(store, query_vector, hits, chunks)
-
-    def _beside(self, fn: Callable[..., _T], *args: object) -> Future[_T]:
-        """``fn(*args)`` in the search threads (here, once the engine is stopping)."""
-        try:
-            return self._pool.submit(fn, *args)
-        except RuntimeError:  # the pool is shut down: the engine is stopping
-            done: Future[_T] = Future()
-            try:
-                done.set_result(fn(*args))
-            except Exception as e:
-                done.set_exception(e)
-            return done
-
-    def _model_notices(self, embedder: Embedder | None, notices: list[str]) -> None:
-        if embedder is not None:
-            return
-        if self._model.state is ModelState.FAILED:
-            notices.append(
-                f"the embedding model is unavailable ({self._model.error}); "
-                "results come from keyword search only and carry no score"
-            )
-        else:
-            notices.append(
-                "the embedding model is still loading; results come from "
-                "keyword search only and carry no score"
-            )
-
     # -- read ------------------------------------------------------------------------
-
-    def read(
-        self,
-        path: str,
-        *,
-        char_start: int | None = None,
-        char_end: int | None = None,
-        page: int | None = None,
-        max_chars: int = DEFAULT_MAX_CHARS,
-        anchor: str | None = None,
-    ) -> TextPassage:
-        """The indexed text of one file, a range or page of it, or an anchor's passage
-        (see ``reading``)."""
-        indexing = self._writer.running or lock_is_held(self.paths.lock)
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt as e:
-            raise NotIndexed(
-                f"no file {shown(path)} in the index: nothing is indexed yet"
-                + (" (indexing is running)" if indexing else "")
-            ) from e
-        try:
-            return read_indexed(
-                catalog,
-                self.settings.data_folder,
-                path,
-                char_start=char_start,
-                char_end=char_end,
-                page=page,
-                max_chars=max_chars,
-                indexing=indexing,
-                anchor=anchor,
-                exts=self.settings.exts,
-            )
-        except sqlite3.DatabaseError as e:
-            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-        finally:
-            catalog.close()
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
@@ -404,80 +235,4 @@ class Engine:
         """The indexed files, for a client to page through and follow."""
         return CatalogListing(self.paths.catalog)
 
-    def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
-        """Flag the hits whose file changed since it was indexed, and queue those files."""
-        folder = self.settings.data_folder
-        if not folder.is_dir():
-            notices.append(
-                f"the data folder {folder} is gone (deleted, moved or unmounted): results come "
-                "from the index as it was, and nothing is reindexed until the folder is back"
-            )
-            return [replace(h, stale=True) for h in hits]
-        stale = stale_files(folder, (h.chunk for h in hits))
-        if not stale:
-            return hits
-        queued = self._watcher.queue_stale(stale)
-        notices.append(_stale_notice(stale, queued, self._watcher.status))
-        return [replace(h, stale=h.chunk.path in stale) for h in hits]
-
     # -- state -----------------------------------------------------------------------
-
-    def state(self) -> IndexState:
-        """What is indexed, whether a pass runs (here or elsewhere), and the model's state."""
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt:
-            return self._state(None)
-        try:
-            return self._state(catalog)
-        finally:
-            catalog.close()
-
-    def _state(self, catalog: Catalog | None, stats: CatalogStats | None = None) -> IndexState:
-        if stats is None and catalog is not None:
-            stats = self._stats.get(catalog)
-        with_vectors = self._vectors.count(catalog, stats) if catalog is not None and stats else 0
-        progress = self._writer.progress
-        indexing = self._writer.running
-        phase = done = total = None
-        if progress is not None:
-            phase, done, total = progress.phase, progress.done, progress.total
-        elif not indexing:
-            other = holder_progress(self.paths.lock)
-            if other is not None:
-                indexing = True
-                phase, done, total = other.get("phase"), other.get("done"), other.get("total")
-        return IndexState(
-            indexing=indexing,
-            phase=phase,
-            done=done,
-            total=total,
-            files_indexed=stats.files_indexed if stats else 0,
-            files_failed=stats.files_failed if stats else 0,
-            chunks_total=stats.chunks if stats else 0,
-            chunks_with_vectors=with_vectors,
-            model=self._model.state,
-            model_error=self._model.error,
-            watch=self._watcher.status,
-            queued=len(self._watcher.queue),
-            queue_fault=self._watcher.fault,
-        )
-
-
-def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
-    names = sorted(stale)
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    many = len(names) > 1
-    they, them = ("they", "them") if many else ("it", "it")
-    said = (
-        f"{len(names)} file{'s' if many else ''} changed on disk since {they} "
-        f"{'were' if many else 'was'} indexed ({shown}); results from {them} are marked stale"
-    )
-    if queued:
-        return f"{said}: {they} {'are' if many else 'is'} being reindexed, search again in a moment"
-    if watch in (STANDBY, WATCHED_ELSEWHERE):
-        return f"{said}: the process that watches this folder will reindex {them}"
-    return (
-        f"{said}: reindex {them} (the reindex tool, or micro-rag index) to bring {them} "
-        "up to date, unless a server that watches this folder does it first"
-    )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from micro_rag_mcp.local.catalog import Catalog, CatalogStats
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.queries import CatalogStats
 
 
 class StatsCache:

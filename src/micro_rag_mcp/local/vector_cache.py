@@ -14,8 +14,9 @@ import logging
 import threading
 
 from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.catalog import Catalog, CatalogStats
+from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths
+from micro_rag_mcp.local.queries import CatalogStats
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space

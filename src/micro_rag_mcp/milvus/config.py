@@ -13,6 +13,7 @@ STORE_FORMAT = "milvus://HOST:PORT/DB?collection=NAME"
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
+SHARD_SPAN = 1 << 62  # shard keys run from 0 to this (an INT64 field holds them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +66,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if m is None or not 1 <= int(m[1]) <= int(m[2]):
         raise ConfigError(f"--shard must be I/N with 1 <= I <= N, e.g. 1/4 (got {text!r})")
     return int(m[1]), int(m[2])
-
-
-SHARD_SPAN = 1 << 62  # shard keys run from 0 to this (an INT64 field holds them)
 
 
 def shard_key(path: str) -> int:

@@ -9,12 +9,11 @@ own code, from Milvus's dense and BM25 candidates.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ from micro_rag_mcp.core.errors import (
     StoreUnavailable,
 )
 from micro_rag_mcp.core.pace import ProgressLog
-from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.core.results import (
     NO_GOOD_MATCH,
     IndexState,
@@ -47,9 +45,9 @@ from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.listing import MilvusListing
-from micro_rag_mcp.milvus.rows import WRITING, stored_chunk
 from micro_rag_mcp.milvus.search import store_search
 from micro_rag_mcp.milvus.sync import BATCH_CHUNKS, sync_store
+from micro_rag_mcp.milvus.text import StoreText
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
@@ -221,15 +219,7 @@ class MilvusEngine:
         if embedder is not None:
             query_vector = embedder.embed_query(query)
         else:
-            why = (
-                f"is unavailable ({self._model.error})"
-                if self._model.state is ModelState.FAILED
-                else "is still loading"
-            )
-            notices.append(
-                f"the embedding model {why}; results come from keyword search only "
-                "and carry no score"
-            )
+            notices.append(self._model.absent_notice())
         try:
             if not self.index.exists():
                 notices.append("nothing is indexed yet in the store")
@@ -374,51 +364,3 @@ class MilvusEngine:
             last_indexed_at=max((r.indexed_at for r in files.values()), default=None),
             writer=None,
         )
-
-
-class StoreText:
-    """One file's text as ``reading.read_indexed`` asks for it, from the store."""
-
-    def __init__(self, index: MilvusIndex) -> None:
-        self.index = index
-        self._chunks: dict[str, list[StoredChunk]] = {}
-        self._records: dict[str, FileRecord] = {}
-        self._versions: dict[str, int] = {}
-
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[None]:
-        yield  # the file's version, read first, pins what follows
-
-    def file_record(self, path: str) -> FileRecord | None:
-        row = self.index.file_rows([path]).get(path)
-        if row is None or row.record.status == WRITING:  # not yet written
-            return None
-        self._records[path], self._versions[path] = row.record, row.version
-        return row.record
-
-    def _all(self, path: str) -> list[StoredChunk]:
-        if path not in self._chunks:
-            record = self._records[path]
-            rows = self.index.file_chunk_rows(path, self._versions[path])
-            self._chunks[path] = [stored_chunk(r, record) for r in rows]
-        return self._chunks[path]
-
-    def file_extent(self, path: str) -> tuple[int, dict[int, tuple[int, int]]]:
-        chunks = self._all(path)
-        pages: dict[int, tuple[int, int]] = {}
-        for c in chunks:
-            if c.page is not None:
-                low, high = pages.get(c.page, (c.char_start, c.char_end))
-                pages[c.page] = (min(low, c.char_start), max(high, c.char_end))
-        return max((c.char_end for c in chunks), default=0), pages
-
-    def file_chunks(self, path: str, start: int, end: int) -> list[StoredChunk]:
-        """As ``Catalog.file_chunks``: the chunks overlapping the range and the nearest
-        one on either side."""
-        chunks = self._all(path)
-        first = max((c.chunk_index for c in chunks if c.char_end <= start), default=0)
-        last = min((c.chunk_index for c in chunks if c.char_start >= end), default=1 << 62)
-        return [c for c in chunks if first <= c.chunk_index <= last]
-
-    def files(self) -> dict[str, FileRecord]:
-        return {p: r.record for p, r in self.index.files().items() if r.record.status != WRITING}

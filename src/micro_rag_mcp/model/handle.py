@@ -73,6 +73,17 @@ class ModelHandle:
         self._ended.wait(timeout)
         return self._embedder
 
+    def absent_notice(self) -> str:
+        """What a search without the model says of it: keyword results only, no score."""
+        why = (
+            f"is unavailable ({self.error})"
+            if self.state is ModelState.FAILED
+            else "is still loading"
+        )
+        return (
+            f"the embedding model {why}; results come from keyword search only and carry no score"
+        )
+
     def release_memory(self) -> None:
         """Let a loaded model give back the working memory of its largest batch."""
         embedder = self._embedder

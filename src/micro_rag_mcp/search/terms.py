@@ -22,6 +22,10 @@ COMMON_SHARE = 0.5  # a term in more than this share of chunks has a floored idf
 # A query of more distinct words than this (a pasted log, a whole page) is searched for
 # its rarest ones: they carry the BM25 weight, and every word searched costs its postings.
 MAX_SEARCHED_TERMS = 128
+# Distinct words a query is read for: a bound against hostile input only (a paragraph has
+# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
+MAX_QUERY_TERMS = 1024
+_TERM = re.compile(r"\w+", re.UNICODE)
 
 
 def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[str]:
@@ -50,14 +54,6 @@ def idf_sum(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> f
         having = shares.get(t, 0.0) * chunks
         total += max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
     return total
-
-
-# Distinct words a query is read for: a bound against hostile input only (a paragraph has
-# far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
-MAX_QUERY_TERMS = 1024
-
-
-_TERM = re.compile(r"\w+", re.UNICODE)
 
 
 def query_terms(

@@ -199,7 +199,7 @@ class Documents:
         low.add_request_handler("completion/complete", CompleteRequestParams, self._complete)
 
     async def _list(
-        self, ctx: ServerRequestContext[StoreSource], params: PaginatedRequestParams
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
     ) -> ListResourcesResult:
         after = _cursor(params.cursor)
         files = await self._files("", after, PAGE)
@@ -207,7 +207,7 @@ class Documents:
         return ListResourcesResult(resources=[_resource(f) for f in files], next_cursor=more)
 
     async def _templates(
-        self, ctx: ServerRequestContext[StoreSource], params: PaginatedRequestParams
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams
     ) -> ListResourceTemplatesResult:
         template = ResourceTemplate(
             uri_template=TEMPLATE,
@@ -221,10 +221,12 @@ class Documents:
         return ListResourceTemplatesResult(resource_templates=[template])
 
     async def _read(
-        self, ctx: ServerRequestContext[StoreSource], params: ReadResourceRequestParams
+        self, ctx: ServerRequestContext[Any], params: ReadResourceRequestParams
     ) -> ReadResourceResult:
         args = _arguments(params.uri)
-        store = ctx.lifespan_context.store()
+        if self._source is None:
+            raise MicroRagError("the server is not serving yet")
+        store = self._source.store()
         try:
             passage = await anyio.to_thread.run_sync(
                 lambda: store.read(
@@ -245,14 +247,14 @@ class Documents:
         return ReadResourceResult(contents=[contents])
 
     async def _subscribe(
-        self, ctx: ServerRequestContext[StoreSource], params: SubscribeRequestParams
+        self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams
     ) -> EmptyResult:
         _arguments(params.uri)  # only our own URIs
         self._subscribed.setdefault(ctx.session, set()).add(params.uri)
         return EmptyResult()
 
     async def _unsubscribe(
-        self, ctx: ServerRequestContext[StoreSource], params: UnsubscribeRequestParams
+        self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
         uris = self._subscribed.get(ctx.session, set())
         uris.discard(params.uri)
@@ -261,7 +263,7 @@ class Documents:
         return EmptyResult()
 
     async def _complete(
-        self, ctx: ServerRequestContext[StoreSource], params: CompleteRequestParams
+        self, ctx: ServerRequestContext[Any], params: CompleteRequestParams
     ) -> CompleteResult:
         ref, argument = params.ref, params.argument
         if not (

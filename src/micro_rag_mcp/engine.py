@@ -47,6 +47,7 @@ from micro_rag_mcp.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.scope import Resolved, ScopeCache, SearchScope
 from micro_rag_mcp.search import SearchParams, VectorSide, search_beside
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.skipped import recorded
 from micro_rag_mcp.stats_cache import StatsCache
 from micro_rag_mcp.status import summarize
 from micro_rag_mcp.vector_cache import VectorCache, reader_meta
@@ -460,6 +461,7 @@ class Engine:
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
             queue_fault=self._watcher.fault,
+            skipped=recorded(catalog) if catalog is not None else (),
         )
 
 

@@ -28,6 +28,7 @@ from micro_rag_mcp.readers import Document
 from micro_rag_mcp.results import Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.scanner import PathSet, ScannedFile, ScanResult, ScanRules, Scope, scan
 from micro_rag_mcp.settings import Settings
+from micro_rag_mcp.skipped import record as record_skipped
 from micro_rag_mcp.vector_text import VECTOR_RECIPE
 from micro_rag_mcp.vectors import VectorStore
 
@@ -127,6 +128,7 @@ def sync_files(
     known = catalog.stamps()
     failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
+    record_skipped(catalog, listing.skipped, scope)
     found = listing.files
     gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
     total = len(found) + len(gone)
@@ -247,6 +249,7 @@ def _sync_noted(
         logger.warning("ignoring changes noted for the index: %s", e)
         return set()
     listing = scan(scan_rules(settings), noted)
+    record_skipped(catalog, listing.skipped, noted)
     known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
     gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
     gone, moved = _move(catalog, counts, known, gone, listing.files)

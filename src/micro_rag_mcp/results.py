@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from micro_rag_mcp.catalog import StoredChunk
+from micro_rag_mcp.skipped import SkipGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class IndexState:
     watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
     queued: int = 0  # changed paths waiting to be refreshed
     queue_fault: str | None = None  # why they wait, while refreshing them fails
+    skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
 
     @property
     def model_status(self) -> str:
@@ -148,6 +150,7 @@ class IndexSummary:
     size_bytes: int | None  # None: the store does not tell a client (Milvus)
     last_indexed_at: float | None  # when a file's text was last stored
     writer: WriterInfo | None  # None: nobody is writing the index
+    skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
 
 
 def state_notices(state: IndexState) -> list[str]:

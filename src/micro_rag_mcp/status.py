@@ -13,6 +13,7 @@ from micro_rag_mcp.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.fsutil import holder_progress
 from micro_rag_mcp.layout import IndexPaths
 from micro_rag_mcp.results import IndexSummary, WriterInfo
+from micro_rag_mcp.skipped import recorded
 from micro_rag_mcp.vector_text import VECTOR_IDS
 from micro_rag_mcp.vectors import VectorStore
 
@@ -44,6 +45,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             chunking = catalog.get_meta("chunking")
             keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
             keys = catalog.id_keys()[1] if keyed else None
+            skipped = recorded(catalog)
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
     finally:
@@ -60,6 +62,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
         size_bytes=_size_on_disk(paths.folder),
         last_indexed_at=last,
         writer=_writer(paths.lock),
+        skipped=skipped,
     )
 
 

@@ -18,6 +18,7 @@ from micro_rag_mcp.arguments import shown
 from micro_rag_mcp.jobs import JobState
 from micro_rag_mcp.resource_uri import resource_uri
 from micro_rag_mcp.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+from micro_rag_mcp.skipped import EXAMPLES, SkipGroup, SkipReason
 
 _NO_LINES = "null for PDF and table formats"
 LineStart = Annotated[
@@ -80,6 +81,24 @@ class SearchHit(BaseModel):
     resource: str = Field(description="The file's resource URI (resources/read, subscribe).")
 
 
+class SkippedEntries(BaseModel):
+    reason: SkipReason = Field(
+        description="Why they are not indexed: 'symlink outside the folder', 'not a regular "
+        "file' (a FIFO, device or socket) or 'name not valid UTF-8'."
+    )
+    count: int = Field(description="How many entries of the folder were skipped for it.")
+    examples: list[str] = Field(
+        description=f"The first {EXAMPLES} of their paths, relative to the data folder (a "
+        "byte that is not UTF-8 shown as \\xff)."
+    )
+
+
+def skipped_entries(groups: Sequence[SkipGroup]) -> list[SkippedEntries]:
+    return [
+        SkippedEntries(reason=g.reason, count=g.count, examples=list(g.examples)) for g in groups
+    ]
+
+
 class IndexStatus(BaseModel):
     indexing: bool = Field(description="A reindex is running (here or in another process).")
     phase: str | None = Field(
@@ -101,6 +120,11 @@ class IndexStatus(BaseModel):
         "this folder' (this process does not watch; another does) or 'off'."
     )
     queued: int = Field(description="Changed files and folders waiting to be reindexed.")
+    skipped: list[SkippedEntries] = Field(
+        default_factory=list,
+        description="Entries of an indexed type that the scans of the folder leave out, by "
+        "reason; empty when none.",
+    )
 
 
 class SearchResult(BaseModel):
@@ -180,6 +204,7 @@ def _status(state: IndexState) -> IndexStatus:
         model=state.model_status,
         watch=state.watch,
         queued=state.queued,
+        skipped=skipped_entries(state.skipped),
     )
 
 

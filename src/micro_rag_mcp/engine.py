@@ -462,6 +462,7 @@ class Engine:
             queued=len(self._watcher.queue),
             queue_fault=self._watcher.fault,
             skipped=recorded(catalog) if catalog is not None else (),
+            write_fault=self._writer.write_fault,
         )
 
 

@@ -142,3 +142,16 @@ def test_a_request_before_initialize_is_told_to_send_initialize_first(server: Ra
     assert server.reply()["id"] == "init"
     server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
     assert [t["name"] for t in server.reply()["result"]["tools"]]
+
+
+def test_a_request_of_the_protocol_without_handshake_needs_no_initialize(
+    server: RawServer,
+) -> None:
+    server.start_reading()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert [t["name"] for t in server.reply()["result"]["tools"]]

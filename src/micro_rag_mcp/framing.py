@@ -11,7 +11,9 @@ usable one, else ``null``.
 
 A request the SDK serves, sent before ``initialize``, gets the SDK's -32602 "Invalid
 request parameters" with empty ``data``, which does not say what is wrong; the relay
-answers those with the same code and a message that does (``needs_initialize``).
+answers those with the same code and a message that does (``needs_initialize``). A client
+of the 2026 protocol has no handshake: its requests carry the protocol version in
+``_meta`` (``ENVELOPE_KEY``), and the SDK serves them without ``initialize``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ NOT_INITIALIZED = (
 # The requests of MCP's clients, by their method's prefix; any other method is the SDK's to
 # answer (-32601, method not found, whether or not the handshake is done).
 _CLIENT_REQUESTS = ("tools/", "resources/", "prompts/", "completion/", "logging/", "tasks/")
+ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"  # the SDK's PROTOCOL_VERSION_META_KEY
 
 Kind = Literal["request", "cancel", "pass", "reply"]
 
@@ -48,6 +51,7 @@ class Incoming:
     key: str = ""
     reply: bytes = b""
     method: str = ""  # a request's
+    enveloped: bool = False  # a request of the 2026 protocol, which has no handshake
 
 
 def id_key(value: Any) -> str:
@@ -81,7 +85,8 @@ def classify(line: bytes) -> Incoming:
             if _usable_id(message) is None:
                 reason = "invalid request: the id must be a string or an integer"
                 return Incoming("reply", reply=error_line(None, INVALID_REQUEST, reason))
-            return Incoming("request", key=id_key(message["id"]), method=method)
+            key = id_key(message["id"])
+            return Incoming("request", key=key, method=method, enveloped=_enveloped(message))
         if method == "notifications/cancelled":
             params = message.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -107,6 +112,12 @@ def answered(line: bytes) -> str | None:
     if isinstance(message, dict) and "method" not in message and "id" in message:
         return id_key(message["id"])
     return None
+
+
+def _enveloped(message: dict[str, Any]) -> bool:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and ENVELOPE_KEY in meta
 
 
 def _usable_id(message: object) -> Any:

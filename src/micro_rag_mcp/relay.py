@@ -161,7 +161,7 @@ class InputRelay:
         self._in_flight = in_flight
         self._on_end = on_end
         self._ended = threading.Event()
-        self._greeted = False  # the client has sent initialize
+        self._greeted = False  # the client has sent initialize (or needs none: ``framing``)
         self._source = os.dup(0)
         ours, theirs = socket.socketpair()
         os.dup2(theirs.fileno(), 0)
@@ -214,7 +214,7 @@ class InputRelay:
             self._outbox.put(incoming.reply, wait=False)
             return
         if incoming.kind == "request" and not self._greeted:
-            if incoming.method == "initialize":
+            if incoming.method == "initialize" or incoming.enveloped:
                 self._greeted = True
             elif needs_initialize(incoming.method):
                 reply = error_line(json.loads(incoming.key), INVALID_PARAMS, NOT_INITIALIZED)

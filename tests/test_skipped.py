@@ -34,6 +34,8 @@ def odd_folder(data: Path, outside: Path) -> None:
     os.symlink(outside / "secret.txt", data / "link.txt")
     os.mkfifo(data / "pipe.txt")
     os.mkfifo(data / "pipe.jpg")  # not an indexed type: not a skip worth telling
+    os.symlink(data / "gone.txt", data / "dangling.txt")
+    os.symlink(data / "loop.txt", data / "loop.txt")
     bad_name(data)
 
 
@@ -45,7 +47,9 @@ def test_a_scan_reports_each_entry_it_leaves_out_with_its_reason(tmp_path: Path)
     assert [f.rel for f in found.files] == ["good.txt"]
     assert sorted(found.skipped, key=lambda s: s.rel) == [
         Skip("bad\\xff.txt", "name not valid UTF-8"),
+        Skip("dangling.txt", "broken symlink"),
         Skip("link.txt", "symlink outside the folder"),
+        Skip("loop.txt", "broken symlink"),
         Skip("pipe.txt", "not a regular file"),
     ]
 
@@ -60,13 +64,14 @@ def test_status_search_and_the_cli_say_what_was_skipped(tmp_path: Path) -> None:
         eng.reindex()
         expected = (
             SkipGroup("symlink outside the folder", 1, ("link.txt",)),
+            SkipGroup("broken symlink", 2, ("dangling.txt", "loop.txt")),
             SkipGroup("not a regular file", 1, ("pipe.txt",)),
             SkipGroup("name not valid UTF-8", 1, ("bad\\xff.txt",)),
         )
         summary = eng.status()
         assert summary.skipped == expected
         index = wire(search_result(eng.search("lighthouses")))["index"]
-        assert index["skipped"][1] == {
+        assert index["skipped"][2] == {
             "reason": "not a regular file",
             "count": 1,
             "examples": ["pipe.txt"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -165,6 +166,8 @@ def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile 
                 return "symlink outside the folder"
         st = os.stat(entry.path)  # follows a symlink whose target we just checked
     except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ELOOP) and entry.is_symlink():
+            return "broken symlink"  # to nothing, or to itself
         logger.warning("skipping %s: %s", rel, e.strerror or e)
         return None
     if not stat.S_ISREG(st.st_mode):

@@ -1,11 +1,12 @@
 """What a scan of the data folder leaves out, and why, kept so that ``status`` can say it.
 
 A scan passes over entries no reader may open: a symlink whose target lies outside the
-folder, a FIFO, device or socket, a name that is not valid UTF-8. Each pass records what
-it passed over in the catalog (``record``), so a server and ``micro-rag status`` in
-another process tell the same thing; a pass over part of the folder replaces only the
-entries of its part. An entry is logged once, by the pass that first finds it skipped,
-not by every pass after it (a folder polled every few seconds would repeat it forever).
+folder, a symlink to nothing, a FIFO, device or socket, a name that is not valid UTF-8.
+Each pass records what it passed over in the catalog (``record``), so a server and
+``micro-rag status`` in another process tell the same thing; a pass over part of the
+folder replaces only the entries of its part. An entry is logged once, by the pass that
+first finds it skipped, not by every pass after it (a folder polled every few seconds
+would repeat it forever).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Literal, Protocol, get_args
 
 logger = logging.getLogger(__name__)
 
-SkipReason = Literal["symlink outside the folder", "not a regular file", "name not valid UTF-8"]
+SkipReason = Literal[
+    "symlink outside the folder", "broken symlink", "not a regular file", "name not valid UTF-8"
+]
 REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
 EXAMPLES = 5  # paths shown per reason
 RECORDED = 1000  # entries kept in the catalog; beyond that they are only counted

@@ -83,8 +83,9 @@ class SearchHit(BaseModel):
 
 class SkippedEntries(BaseModel):
     reason: SkipReason = Field(
-        description="Why they are not indexed: 'symlink outside the folder', 'not a regular "
-        "file' (a FIFO, device or socket) or 'name not valid UTF-8'."
+        description="Why they are not indexed: 'symlink outside the folder', 'broken "
+        "symlink' (to nothing, or to itself), 'not a regular file' (a FIFO, device or "
+        "socket) or 'name not valid UTF-8'."
     )
     count: int = Field(description="How many entries of the folder were skipped for it.")
     examples: list[str] = Field(

@@ -73,8 +73,8 @@ def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     taken only if its real path lies inside the root. Iterative, so depth is no limit.
     A folder that cannot be listed (permissions, an I/O error, an unmounted share) is
     reported, so that the files indexed from it are not taken for deleted. What is left
-    out although it is in scope and of an indexed type (a symlink out of the root, a FIFO
-    or device, a name that is not UTF-8) is reported too, for ``status``.
+    out although it is in scope and of an indexed type (a symlink out of the root or to
+    nothing, a FIFO or device, a name that is not UTF-8) is reported too, for ``status``.
     """
     unlisted: list[str] = []
     skipped: list[Skip] = []

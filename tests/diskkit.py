@@ -36,3 +36,8 @@ def fill(folder: Path, leave_bytes: int = 0) -> None:
     free = st.f_bavail * st.f_frsize
     with open(folder / ".filler", "wb") as f, suppress(OSError):  # the last block may not fit
         f.write(bytes(max(0, free - leave_bytes)))
+
+
+def remount_read_only(folder: Path) -> None:
+    """Make a ``small_filesystem`` read-only: no process writes it, root included."""
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, capture_output=True)

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
+from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import keyword_candidates
@@ -310,6 +311,25 @@ def test_a_servers_own_reindex_counts_words_again_at_the_same_chunk_count(
             assert fused(store) == pytest.approx(expected, rel=1e-6), step
             for i in range(10, 15):
                 restamp(data / f"f{i:02}.txt", f"alpha gamma{i % 3} w{i}")
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_both_stores_tell_the_entries_their_scans_skip(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    data = write_folder(tmp_path / "docs", {"a.txt": "alpha beta"})
+    os.mkfifo(data / "pipe.txt")
+    embedded = Engine(make_settings(data), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(data, milvus.config())
+    try:
+        embedded.reindex()
+        store.reindex()
+        expected = (SkipGroup("not a regular file", 1, ("pipe.txt",)),)
+        assert store.state().skipped == embedded.state().skipped == expected
+        assert store.status().skipped == embedded.status().skipped == expected
     finally:
         embedded.stop()
         store.stop()

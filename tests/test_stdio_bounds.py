@@ -126,3 +126,32 @@ def test_a_flood_is_answered_busy_past_the_limit_and_memory_stays_flat(
     assert f"{MAX_IN_FLIGHT} requests are being answered" in busy[0]["error"]["message"]
     # 1,000 answers of ~40 KB held at once would be 40 MB and more.
     assert server.peak_rss_bytes() - before < 30 * MIB
+
+
+def test_a_request_before_initialize_is_told_to_send_initialize_first(server: RawServer) -> None:
+    server.start_reading()
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"})
+    server.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    replies = {r["id"]: r for r in (server.reply() for _ in range(3))}
+    assert replies[1]["error"]["code"] == -32602
+    assert replies[1]["error"]["message"].startswith("send initialize first")
+    assert replies[2]["error"]["code"] == -32601  # the SDK's: not a method of this server
+    assert replies[3]["result"] == {}
+    server.initialize()
+    assert server.reply()["id"] == "init"
+    server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+    assert [t["name"] for t in server.reply()["result"]["tools"]]
+
+
+def test_a_request_of_the_protocol_without_handshake_needs_no_initialize(
+    server: RawServer,
+) -> None:
+    server.start_reading()
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    assert [t["name"] for t in server.reply()["result"]["tools"]]

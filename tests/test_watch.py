@@ -335,3 +335,24 @@ def test_the_server_over_stdio_finds_a_file_written_after_it_started(tmp_path: P
             assert index["files_indexed"] == 2 and index["queued"] == 0
 
     anyio.run(main)
+
+
+def test_a_name_that_is_not_utf8_keeps_the_folder_watched_and_is_logged_once(
+    data: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(data / "old.txt", "The lighthouse keeper logs every passing ship.")
+    with caplog.at_level(logging.INFO, logger="micro_rag_mcp"), following(data) as eng:
+        fd = os.open(os.fsencode(data) + b"/bad\xff.txt", os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"text under a name no UTF-8 decoder reads")
+        os.close(fd)
+        eventually(lambda: bool(eng.state().skipped), "the undecodable name is seen")
+        write(data / "new.md", "Quinces ripen late in autumn.")
+        eventually(lambda: paths_for(eng, "quinces") == ["new.md"], "a file made after it")
+        fd = os.open(os.fsencode(data) + b"/bad\xff.txt", os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b" and more of it")
+        os.close(fd)
+        write(data / "other.md", "Medlars are eaten half rotten.")
+        eventually(lambda: paths_for(eng, "medlars") == ["other.md"], "a file made after that")
+        assert eng.state().watch == WATCHING
+    skips = [r.getMessage() for r in caplog.records if "not valid UTF-8" in r.getMessage()]
+    assert skips == ["skipping bad\\xff.txt: name not valid UTF-8"]

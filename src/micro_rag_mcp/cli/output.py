@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from micro_rag_mcp.core.pace import ProgressLog
+from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
 from micro_rag_mcp.search.terms import STOPWORDS
 from micro_rag_mcp.serve.tool_results import ReindexResult, SearchResult
@@ -186,6 +187,8 @@ class Screens:
         table.add_column(overflow="fold")
         table.add_row("index", Text(s.index_folder))
         table.add_row("files", f"{s.files_indexed} indexed, {s.files_failed} failed")
+        if s.skipped:
+            table.add_row("skipped", Text("; ".join(_skip_line(g) for g in s.skipped)))
         table.add_row("chunks", f"{s.chunks}, {s.chunks_with_vectors} with a saved vector")
         table.add_row("model", Text(f"{s.vector_model or 'none yet'} ({model})"))
         table.add_row("chunking", Text(s.chunking or "none yet"))
@@ -276,6 +279,12 @@ def highlighted(text: str, terms: list[str]) -> Text:
 def _word(term: str) -> re.Pattern[str]:
     """The term at the start of a word, in any case, with its ending (dough, doughs)."""
     return re.compile(rf"\b{re.escape(term)}\w*", re.IGNORECASE)
+
+
+def _skip_line(g: SkipGroup) -> str:
+    """``2 not a regular file (a.txt, b.txt)``: the examples, then how many more."""
+    more = g.count - len(g.examples)
+    return f"{g.count} {g.reason} ({', '.join(g.examples)}{f', +{more}' if more else ''})"
 
 
 def _lines(first: int | None, last: int | None) -> str:

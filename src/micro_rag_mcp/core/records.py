@@ -1,8 +1,15 @@
-"""The records every store keeps: a file's, a chunk to store, a chunk as stored."""
+"""The records every store keeps: a file's, a chunk to store, a chunk as stored, and the
+entries a scan of the folder passed over."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
+
+SkipReason = Literal[
+    "symlink outside the folder", "broken symlink", "not a regular file", "name not valid UTF-8"
+]
+REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +59,18 @@ class StoredChunk:
     size: int  # the file's size when indexed; -1 when its stamp was too recent to trust
     section: str | None = None
     locator: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    rel: str  # relative to the data folder; an undecodable byte shown as "\xff"
+    reason: SkipReason
+
+
+@dataclass(frozen=True, slots=True)
+class SkipGroup:
+    """The entries skipped for one reason: how many, and the first few paths."""
+
+    reason: SkipReason
+    count: int
+    examples: tuple[str, ...]

@@ -10,7 +10,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from micro_rag_mcp.core.records import StoredChunk
+from micro_rag_mcp.core.records import SkipGroup, StoredChunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,8 @@ class IndexState:
     watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
     queued: int = 0  # changed paths waiting to be refreshed
     queue_fault: str | None = None  # why they wait, while refreshing them fails
+    skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
+    write_fault: str | None = None  # why this process's last pass could not write the index
 
     @property
     def model_status(self) -> str:
@@ -148,6 +150,7 @@ class IndexSummary:
     size_bytes: int | None  # None: the store does not tell a client (Milvus)
     last_indexed_at: float | None  # when a file's text was last stored
     writer: WriterInfo | None  # None: nobody is writing the index
+    skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
 
 
 def state_notices(state: IndexState) -> list[str]:
@@ -166,6 +169,11 @@ def state_notices(state: IndexState) -> list[str]:
         notices.append(
             f"{state.queued} change{'s' if many else ''} of the folder wait{'' if many else 's'}: "
             f"{state.queue_fault}; {'they are' if many else 'it is'} retried until it works"
+        )
+    if state.write_fault is not None and state.queue_fault is None:
+        notices.append(
+            f"changes of the folder are not being indexed: {state.write_fault}; results "
+            "come from the index as it was last written"
         )
     missing = state.chunks_total - state.chunks_with_vectors
     if missing > 0 and state.model is ModelState.READY:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from micro_rag_mcp.core.errors import InvalidArgument
+from micro_rag_mcp.core.records import Skip, SkipReason
 from micro_rag_mcp.ingest.ignore import Rule, glob_regex, ignored, parse_rules, read_rule_files
+from micro_rag_mcp.ingest.skipped import shown_name
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +36,7 @@ class ScannedFile:
 class ScanResult:
     files: list[ScannedFile]
     unlisted: list[str]  # folders (relative, "" for the root) that could not be listed
+    skipped: list[Skip] = field(default_factory=list)  # in scope, left out (see ``skipped``)
 
     def may_hold(self, rel: str) -> bool:
         """Whether ``rel`` could exist unseen, inside a folder that could not be listed."""
@@ -69,14 +73,19 @@ def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     folders are not followed (no loops, nothing outside the root); a symlinked file is
     taken only if its real path lies inside the root. Iterative, so depth is no limit.
     A folder that cannot be listed (permissions, an I/O error, an unmounted share) is
-    reported, so that the files indexed from it are not taken for deleted.
+    reported, so that the files indexed from it are not taken for deleted. What is left
+    out although it is in scope and of an indexed type (a symlink out of the root or to
+    nothing, a FIFO or device, a name that is not UTF-8) is reported too, for ``status``.
     """
     unlisted: list[str] = []
-    files = list(_walk(rules, scope, unlisted))
-    return ScanResult(files, unlisted)
+    skipped: list[Skip] = []
+    files = list(_walk(rules, scope, unlisted, skipped))
+    return ScanResult(files, unlisted, skipped)
 
 
-def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterator[ScannedFile]:
+def _walk(
+    rules: ScanRules, scope: Scope | None, unlisted: list[str], skipped: list[Skip]
+) -> Iterator[ScannedFile]:
     root = Path(os.path.realpath(rules.root))
     exclude = {os.path.realpath(p) for p in rules.exclude}
     always = parse_rules(rules.ignore)
@@ -100,9 +109,13 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
                 local and ignored(local, rel, is_dir)
             )
 
+        def skip(rel: str, reason: SkipReason) -> None:
+            skipped.append(Skip(shown_name(rel), reason))
+            logger.debug("skipping %s: %s", shown_name(rel), reason)
+
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or not _encodable(name, folder):
+            if name.startswith("."):
                 continue
             rel = f"{prefix}{name}"
             if entry.is_dir(follow_symlinks=False):
@@ -113,7 +126,10 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
                     and not left_out(rel, True)
                     and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
                 ):
-                    stack.append((entry.path, rel + "/", local))
+                    if _encodable(name):
+                        stack.append((entry.path, rel + "/", local))
+                    else:
+                        skip(rel, "name not valid UTF-8")
                 continue
             dot = name.rfind(".")  # the extension, as splitext finds it (no leading dot here)
             if dot <= 0 or name[dot:].lower() not in rules.exts:
@@ -122,35 +138,41 @@ def _walk(rules: ScanRules, scope: Scope | None, unlisted: list[str]) -> Iterato
                 continue
             if left_out(rel, False):
                 continue
+            if not _encodable(name):
+                skip(rel, "name not valid UTF-8")
+                continue
             found = _regular_file(entry, root, rel)
-            if found is not None:
+            if isinstance(found, ScannedFile):
                 yield found
+            elif found is not None:
+                skip(rel, found)
 
 
-def _encodable(name: str, folder: str) -> bool:
+def _encodable(name: str) -> bool:
     if name.isascii():
         return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
-        logger.warning("skipping %r in %s: the name is not valid UTF-8", name, folder)
         return False
     return True
 
 
-def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile | None:
+def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile | SkipReason | None:
+    """The file, or why it is skipped; None for an entry that cannot be looked at."""
     try:
         if entry.is_symlink():
             real = Path(os.path.realpath(entry.path))
             if not real.is_relative_to(root):
-                logger.warning("skipping %s: symlink to %s, outside the data folder", rel, real)
-                return None
+                return "symlink outside the folder"
         st = os.stat(entry.path)  # follows a symlink whose target we just checked
     except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ELOOP) and entry.is_symlink():
+            return "broken symlink"  # to nothing, or to itself
         logger.warning("skipping %s: %s", rel, e.strerror or e)
         return None
     if not stat.S_ISREG(st.st_mode):
-        return None
+        return "not a regular file"
     return ScannedFile(rel, entry.path, st.st_size, st.st_mtime_ns)
 
 

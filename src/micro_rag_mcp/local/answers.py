@@ -25,6 +25,7 @@ from micro_rag_mcp.core.results import (
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.changes import stale_files
 from micro_rag_mcp.local.layout import IndexPaths
@@ -259,6 +260,8 @@ class EngineAnswers:
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
             queue_fault=self._watcher.fault,
+            skipped=recorded(catalog) if catalog is not None else (),
+            write_fault=self._writer.write_fault,
         )
 
 

@@ -33,6 +33,7 @@ from micro_rag_mcp.ingest.files import (
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, Scope, scan
+from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.vectors import VectorStore
 
@@ -74,6 +75,7 @@ def sync_files(
     known = catalog.stamps()
     failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
+    record_skipped(catalog, listing.skipped, scope)
     found = listing.files
     gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
     total = len(found) + len(gone)
@@ -194,6 +196,7 @@ def _sync_noted(
         logger.warning("ignoring changes noted for the index: %s", e)
         return set()
     listing = scan(scan_rules(settings), noted)
+    record_skipped(catalog, listing.skipped, noted)
     known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
     gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
     gone, moved = _move(catalog, counts, known, gone, listing.files)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.fsutil import holder_progress
 from micro_rag_mcp.core.results import IndexSummary, WriterInfo
+from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.vectors import VectorStore
@@ -44,6 +45,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             chunking = catalog.get_meta("chunking")
             keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
             keys = catalog.id_keys()[1] if keyed else None
+            skipped = recorded(catalog)
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
     finally:
@@ -60,6 +62,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
         size_bytes=_size_on_disk(paths.folder),
         last_indexed_at=last,
         writer=_writer(paths.lock),
+        skipped=skipped,
     )
 
 

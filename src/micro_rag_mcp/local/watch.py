@@ -6,10 +6,9 @@ tries again every few seconds, and takes over when the first one stops. Holding 
 lock, it either
 
 - watches the folder with ``watchfiles`` (inotify, FSEvents, ReadDirectoryChangesW), or
-- scans it every ``poll_interval_s`` seconds (the cheap size and mtime pass of a
-  reindex), when the settings ask for that, when the folder lies on a network file
-  system (whose remote changes raise no local event), or when the watcher cannot start
-  or stops: an inotify limit, a folder that disappears.
+- scans it every ``poll_interval_s`` seconds (the cheap size and mtime pass of a reindex),
+  when the settings ask for that, when the folder lies on a network file system (whose
+  remote changes raise no local event), or when the watcher cannot start or stops.
 
 Changed paths wait in a ``ChangeQueue`` until the folder has been quiet for a second,
 then go as one batch to the engine's ``refresh``: the same incremental pass as the
@@ -19,9 +18,8 @@ still being written waits until its size and mtime have settled.
 While another pass holds the index (a first index of hours, a forced pass, ``micro-rag
 index`` in another process), changed paths are noted in the catalog for that pass as soon
 as they are seen, and the pass takes them at once (``indexer.Follow``); their batch is
-tried again later as well.
-A refresh that fails (a full disk) keeps its batch and tries again, a little later each
-time, until it succeeds; meanwhile ``fault`` says why the changes wait.
+tried again later as well. A refresh that fails (a full disk) keeps its batch and tries
+again, a little later each time, until it succeeds; meanwhile ``fault`` says why.
 """
 
 from __future__ import annotations
@@ -236,9 +234,15 @@ class Watcher:
         self._poll(interval)
 
     def _watch(self) -> None:
+        """Watch until stopped, and again after a name that is not UTF-8 ended the stream."""
+        identity = _identity(self.root)
+        while not self._watched(identity):
+            self.queue.add_everything(time.monotonic())  # the batch with the name is lost
+
+    def _watched(self, identity: tuple[int, int]) -> bool:
         from watchfiles import watch
 
-        identity = _identity(self.root)
+        watching = False
         changes = watch(
             self.root,
             # Filtered here, not by watchfiles: a batch it filters out entirely is not
@@ -256,15 +260,22 @@ class Watcher:
             ignore_permission_denied=False,  # a folder it cannot watch means: poll instead
         )
         with contextlib.closing(changes):
-            for batch in changes:  # the first step sets the watches up, or raises
-                if self._status != WATCHING:
-                    self._status = WATCHING
-                    self.ready.set()
-                    logger.info("watching %s for changes", self.root)
-                self._queue_changes(path for _, path in batch)
-                if _identity(self.root) != identity:
-                    raise _FolderGone("the folder was removed or replaced")
-                self._flush()
+            try:
+                for batch in changes:  # the first step sets the watches up, or raises
+                    if self._status != WATCHING:
+                        self._status = WATCHING
+                        self.ready.set()
+                        logger.info("watching %s for changes", self.root)
+                    watching = True
+                    self._queue_changes(path for _, path in batch)
+                    if _identity(self.root) != identity:
+                        raise _FolderGone("the folder was removed or replaced")
+                    self._flush()
+            except RuntimeError as e:  # watchfiles' WatchfilesRustInternalError
+                if not watching or "Unable to decode path" not in str(e):
+                    raise
+                return False  # a str cannot hold the name; the scan says which it is
+        return True
 
     def _poll(self, interval: float) -> None:
         self._status = polling(interval)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from micro_rag_mcp.core.errors import IndexBusy, IndexWriteError, Stopped
+from micro_rag_mcp.core.errors import DataFolderGone, IndexBusy, IndexWriteError, Stopped
 from micro_rag_mcp.core.fsutil import WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
@@ -81,6 +81,7 @@ class Writer:
         self._changed = threading.Condition()  # guards the two fields below
         self._turn: _Turn | None = None  # the pass running in this process
         self._client = False  # a client's pass runs or waits for its turn
+        self.write_fault: str | None = None  # why the last pass could not write the index
 
     @property
     def running(self) -> bool:
@@ -108,12 +109,12 @@ class Writer:
             if turn.report is not None:  # a background pass over the whole folder did it
                 return turn.report
             try:
-                ensure_folder(self.paths.folder, self.settings.data_folder)
-                with WriterLock(self.paths.lock) as lock:
-                    turn.report = self._pass(lock, turn, scope, force, progress)
-                    return turn.report
-            except (OSError, sqlite3.Error) as e:
-                raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
+                report = turn.report = self._locked_pass(turn, scope, force, progress)
+            except DataFolderGone:
+                raise  # nothing to index: said by a notice of its own
+            except IndexWriteError as e:
+                self.write_fault = str(e)
+                raise
             finally:
                 with self._changed:
                     self._turn = None
@@ -122,6 +123,18 @@ class Writer:
             if kind == CLIENT:
                 with self._changed:
                     self._client = False
+        self.write_fault = None
+        return report
+
+    def _locked_pass(
+        self, turn: _Turn, scope: Scope | None, force: bool, progress: ProgressFn | None
+    ) -> ReindexReport:
+        try:
+            ensure_folder(self.paths.folder, self.settings.data_folder)
+            with WriterLock(self.paths.lock) as lock:
+                return self._pass(lock, turn, scope, force, progress)
+        except (OSError, sqlite3.Error) as e:
+            raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
 
     def reserve(self, kind: str) -> None:
         """Hold the next turn for a pass of ``kind`` that is about to begin: a caller who

@@ -41,6 +41,7 @@ from micro_rag_mcp.core.results import (
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob
+from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
 from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
@@ -97,6 +98,7 @@ class MilvusEngine:
         self._counted: tuple[float, tuple[int, int, int]] = (-math.inf, (0, 0, 0))  # until
         self._counted_lock = threading.Lock()
         self.batch_chunks = batch_chunks  # chunks embedded and written together
+        self._skipped = MemoryMeta()  # what this process's passes left out of the folder
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -178,6 +180,7 @@ class MilvusEngine:
             force=force,
             progress=report,
             batch_chunks=self.batch_chunks,
+            skipped=self._skipped,
         )
         failed = [
             (p, row.record.error or "")
@@ -306,6 +309,7 @@ class MilvusEngine:
             chunks_with_vectors=chunks,  # a chunk enters the store with its vector
             model=self._model.state,
             model_error=self._model.error,
+            skipped=recorded(self._skipped),
         )
 
     def _counts(self) -> tuple[int, int, int]:
@@ -363,4 +367,5 @@ class MilvusEngine:
             size_bytes=None,  # Milvus tells a client row counts, not bytes
             last_indexed_at=max((r.indexed_at for r in files.values()), default=None),
             writer=None,
+            skipped=recorded(self._skipped),
         )

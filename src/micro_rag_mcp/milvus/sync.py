@@ -48,6 +48,8 @@ from micro_rag_mcp.ingest.files import (
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.ingest.scanner import ScannedFile, Scope, scan
+from micro_rag_mcp.ingest.skipped import Meta
+from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.milvus.config import in_shard
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import WRITING, FileRow, chunk_rows, new_version
@@ -86,12 +88,15 @@ def sync_store(
     force: bool = False,
     progress: ProgressFn | None = None,
     batch_chunks: int = BATCH_CHUNKS,
+    skipped: Meta | None = None,
 ) -> tuple[SyncCounts, int]:
     """Make the store match this shard's files in scope; returns what changed and how
-    many chunks were embedded."""
+    many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
     listing = scan(scan_rules(settings), scope)
+    if skipped is not None:
+        record_skipped(skipped, listing.skipped, scope)
     found = [f for f in listing.files if in_shard(f.rel, shard)]
     gone = gone_paths(known, listing, scope)
     total = len(found) + len(gone)

@@ -8,6 +8,12 @@ sees the failure, so no hook of the SDK could answer it. The relay in ``stdio.py
 every line first and answers these itself, as JSON-RPC 2.0 says: -32700 for a line that
 is not JSON, -32600 for JSON that is not a message, with the message's id if it has a
 usable one, else ``null``.
+
+A request the SDK serves, sent before ``initialize``, gets the SDK's -32602 "Invalid
+request parameters" with empty ``data``, which does not say what is wrong; the relay
+answers those with the same code and a message that does (``needs_initialize``). A client
+of the 2026 protocol has no handshake: its requests carry the protocol version in
+``_meta`` (``ENVELOPE_KEY``), and the SDK serves them without ``initialize``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,15 @@ from typing import Any, Literal
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602  # the SDK's code for a request before initialize
 SERVER_BUSY = -32000  # implementation-defined server error
+NOT_INITIALIZED = (
+    "send initialize first: no request but ping is answered before the initialize handshake"
+)
+# The requests of MCP's clients, by their method's prefix; any other method is the SDK's to
+# answer (-32601, method not found, whether or not the handshake is done).
+_CLIENT_REQUESTS = ("tools/", "resources/", "prompts/", "completion/", "logging/", "tasks/")
+ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"  # the SDK's PROTOCOL_VERSION_META_KEY
 
 Kind = Literal["request", "cancel", "pass", "reply"]
 
@@ -36,6 +50,8 @@ class Incoming:
     kind: Kind
     key: str = ""
     reply: bytes = b""
+    method: str = ""  # a request's
+    enveloped: bool = False  # a request of the 2026 protocol, which has no handshake
 
 
 def id_key(value: Any) -> str:
@@ -69,7 +85,8 @@ def classify(line: bytes) -> Incoming:
             if _usable_id(message) is None:
                 reason = "invalid request: the id must be a string or an integer"
                 return Incoming("reply", reply=error_line(None, INVALID_REQUEST, reason))
-            return Incoming("request", key=id_key(message["id"]))
+            key = id_key(message["id"])
+            return Incoming("request", key=key, method=method, enveloped=_enveloped(message))
         if method == "notifications/cancelled":
             params = message.get("params")
             if isinstance(params, dict) and "requestId" in params:
@@ -81,6 +98,11 @@ def classify(line: bytes) -> Incoming:
     return Incoming("reply", reply=error_line(_usable_id(message), INVALID_REQUEST, reason))
 
 
+def needs_initialize(method: str) -> bool:
+    """Whether a request for ``method`` is refused until the client has sent ``initialize``."""
+    return method.startswith(_CLIENT_REQUESTS)
+
+
 def answered(line: bytes) -> str | None:
     """The key of the request a line from the server answers, if it is a response."""
     try:
@@ -90,6 +112,12 @@ def answered(line: bytes) -> str | None:
     if isinstance(message, dict) and "method" not in message and "id" in message:
         return id_key(message["id"])
     return None
+
+
+def _enveloped(message: dict[str, Any]) -> bool:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and ENVELOPE_KEY in meta
 
 
 def _usable_id(message: object) -> Any:

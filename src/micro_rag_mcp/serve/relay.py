@@ -14,7 +14,8 @@ each way, line by line. Between them they bound what a client can make the serve
   answers have ``END_GRACE_S`` to leave, then what is unsent is dropped, so a client
   that never reads cannot hold a stopping server.
 
-Lines the SDK would drop without a reply are answered here (``framing.py``).
+Lines the SDK would drop without a reply, and requests sent before ``initialize``, are
+answered here (``framing.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from micro_rag_mcp.serve.framing import INVALID_REQUEST, SERVER_BUSY, answered, classify, error_line
+from micro_rag_mcp.serve.framing import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    NOT_INITIALIZED,
+    SERVER_BUSY,
+    answered,
+    classify,
+    error_line,
+    needs_initialize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +161,7 @@ class InputRelay:
         self._in_flight = in_flight
         self._on_end = on_end
         self._ended = threading.Event()
+        self._greeted = False  # the client has sent initialize (or needs none: ``framing``)
         self._source = os.dup(0)
         ours, theirs = socket.socketpair()
         os.dup2(theirs.fileno(), 0)
@@ -202,6 +213,13 @@ class InputRelay:
         if incoming.kind == "reply":
             self._outbox.put(incoming.reply, wait=False)
             return
+        if incoming.kind == "request" and not self._greeted:
+            if incoming.method == "initialize" or incoming.enveloped:
+                self._greeted = True
+            elif needs_initialize(incoming.method):
+                reply = error_line(json.loads(incoming.key), INVALID_PARAMS, NOT_INITIALIZED)
+                self._outbox.put(reply, wait=False)
+                return
         if incoming.kind == "request" and not self._in_flight.add(incoming.key):
             reason = (
                 f"server busy: {self._in_flight.limit} requests are being answered; "

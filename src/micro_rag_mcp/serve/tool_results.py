@@ -14,7 +14,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from micro_rag_mcp.core.arguments import shown
+from micro_rag_mcp.core.records import SkipGroup, SkipReason
 from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+from micro_rag_mcp.ingest.skipped import EXAMPLES
 from micro_rag_mcp.serve.jobs import JobState
 from micro_rag_mcp.serve.resource_uri import resource_uri
 from micro_rag_mcp.text.anchors import make_anchor
@@ -80,6 +82,25 @@ class SearchHit(BaseModel):
     resource: str = Field(description="The file's resource URI (resources/read, subscribe).")
 
 
+class SkippedEntries(BaseModel):
+    reason: SkipReason = Field(
+        description="Why they are not indexed: 'symlink outside the folder', 'broken "
+        "symlink' (to nothing, or to itself), 'not a regular file' (a FIFO, device or "
+        "socket) or 'name not valid UTF-8'."
+    )
+    count: int = Field(description="How many entries of the folder were skipped for it.")
+    examples: list[str] = Field(
+        description=f"The first {EXAMPLES} of their paths, relative to the data folder (a "
+        "byte that is not UTF-8 shown as \\xff)."
+    )
+
+
+def skipped_entries(groups: Sequence[SkipGroup]) -> list[SkippedEntries]:
+    return [
+        SkippedEntries(reason=g.reason, count=g.count, examples=list(g.examples)) for g in groups
+    ]
+
+
 class IndexStatus(BaseModel):
     indexing: bool = Field(description="A reindex is running (here or in another process).")
     phase: str | None = Field(
@@ -101,6 +122,11 @@ class IndexStatus(BaseModel):
         "this folder' (this process does not watch; another does) or 'off'."
     )
     queued: int = Field(description="Changed files and folders waiting to be reindexed.")
+    skipped: list[SkippedEntries] = Field(
+        default_factory=list,
+        description="Entries of an indexed type that the scans of the folder leave out, by "
+        "reason; empty when none.",
+    )
 
 
 class SearchResult(BaseModel):
@@ -180,6 +206,7 @@ def _status(state: IndexState) -> IndexStatus:
         model=state.model_status,
         watch=state.watch,
         queued=state.queued,
+        skipped=skipped_entries(state.skipped),
     )
 
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 from bench import work_folder
 from bench.metrics import dedupe, percentile
+from micro_rag_mcp.core.address import StoreConfig, parse_store_url
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
-from micro_rag_mcp.milvus.config import StoreConfig, parse_store_url
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.store import Store, open_store

@@ -95,9 +95,9 @@ def engine_for(folder: Path, url: str | None, shard: Sequence[int] | None = None
     """The store ``url`` names (None: the embedded index) over ``folder``, hash vectors."""
     from dataclasses import replace
 
+    from micro_rag_mcp.core.address import parse_store_url
     from micro_rag_mcp.core.settings import Settings
     from micro_rag_mcp.local.engine import Engine
-    from micro_rag_mcp.milvus.config import parse_store_url
     from micro_rag_mcp.milvus.engine import MilvusEngine
 
     settings = Settings(data_folder=folder, index_folder=folder.parent / "index", watch="off")
@@ -324,8 +324,8 @@ def run(args: argparse.Namespace) -> list[Row]:
 
 def _workers(args: argparse.Namespace, folder: Path, url: str, size: int) -> list[Row]:
     """Ingest ``size`` chunks into a new collection with each worker count."""
+    from micro_rag_mcp.core.address import parse_store_url
     from micro_rag_mcp.core.errors import StoreUnavailable
-    from micro_rag_mcp.milvus.config import parse_store_url
     from micro_rag_mcp.milvus.index import MilvusIndex
 
     per_file = args.milvus_chunks

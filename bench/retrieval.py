@@ -33,10 +33,10 @@ from typing import Any
 
 from bench import work_folder
 from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
+from micro_rag_mcp.core.address import StoreConfig, parse_store_url
 from micro_rag_mcp.core.results import Hit, Progress
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.milvus.config import StoreConfig, parse_store_url
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.store import Store, open_store

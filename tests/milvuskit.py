@@ -16,8 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
+from micro_rag_mcp.core.address import StoreConfig, parse_store_url
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.milvus.config import StoreConfig, parse_store_url
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from tests.fakes import FakeEmbedder
 
@@ -124,7 +124,7 @@ HALTING_WORKER = """
 import sys
 from pathlib import Path
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.config import parse_store_url
+from micro_rag_mcp.core.address import parse_store_url
 from tests.milvuskit import store_engine
 
 data, url, step, n, batch = Path(sys.argv[1]), sys.argv[2], sys.argv[3], *map(int, sys.argv[4:])

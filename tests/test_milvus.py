@@ -19,6 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
+from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.local.catalog import Catalog
@@ -26,11 +27,11 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import keyword_candidates
 from micro_rag_mcp.milvus import engine as milvus_engine
 from micro_rag_mcp.milvus import keywords as milvus_keywords
-from micro_rag_mcp.milvus.config import StoreConfig, in_shard, parse_shard, parse_store_url
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
+from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.terms import query_terms

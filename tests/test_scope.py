@@ -166,8 +166,8 @@ def test_a_scope_of_every_file_ranks_as_no_scope(engine: Engine, data: Path) -> 
 
 
 def test_a_milvus_store_refuses_a_scope_in_one_sentence(tmp_path: Path) -> None:
+    from micro_rag_mcp.core.address import parse_store_url
     from micro_rag_mcp.core.settings import Settings
-    from micro_rag_mcp.milvus.config import parse_store_url
     from micro_rag_mcp.milvus.engine import MilvusEngine
     from tests.fakes import FakeEmbedder
 

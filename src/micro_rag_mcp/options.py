@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
+from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError
 from micro_rag_mcp.core.formats import missing_extra
 from micro_rag_mcp.core.settings import (
     EXT_GROUPS,
 )
 from micro_rag_mcp.ingest.ignore import parse_rules
-from micro_rag_mcp.milvus.config import StoreConfig, parse_shard, parse_store_url
 
 
 class OneLineParser(argparse.ArgumentParser):

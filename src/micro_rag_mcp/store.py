@@ -1,17 +1,21 @@
 """The store seam: what the server and ``micro-rag`` need of an index, and which one to open.
 
-Two implementations stand behind ``Store``: ``engine.Engine``, the embedded SQLite +
-FAISS index in the index folder (the default), and ``milvus_engine.MilvusEngine``, the
+Two implementations stand behind ``Store``: ``local.engine.Engine``, the embedded SQLite
++ FAISS index in the index folder (the default), and ``milvus.engine.MilvusEngine``, the
 same tools over a Milvus database that many workers and servers share. Both call the
-same extraction (``indexer``), fusion (``search.fuse``) and reading (``reading``) code,
-so a result means the same thing on either.
+same extraction (``ingest.files``), fusion (``search.fusion``) and reading
+(``search.reading``) code, so a result means the same thing on either. The edges reach a
+store only through this module: ``prepare`` before a writer starts, ``check_folder``
+before a reader opens, ``recorded_identity`` for how an index was built, ``open_store``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.results import (
     IndexState,
     IndexSummary,
@@ -20,12 +24,9 @@ from micro_rag_mcp.core.results import (
     SearchOutcome,
     TextPassage,
 )
-from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from micro_rag_mcp.core.listing import FileListing
     from micro_rag_mcp.core.settings import Settings
     from micro_rag_mcp.model.embedder import Embedder
@@ -66,6 +67,9 @@ class Store(Protocol):
     def state(self) -> IndexState: ...
     def status(self) -> IndexSummary: ...
     def listing(self) -> FileListing: ...
+    def written_elsewhere(self) -> bool:
+        """Whether another process writes this index now (its ``reindex`` would be busy)."""
+        ...
 
 
 def open_store(
@@ -86,3 +90,50 @@ def open_store(
     from micro_rag_mcp.milvus.engine import MilvusEngine
 
     return MilvusEngine(settings, load_embedder, config, folder=folder, params=params)
+
+
+def holds_index(index_folder: Path) -> bool:
+    """Whether ``index_folder`` holds an index already (a reader opens nothing else)."""
+    from micro_rag_mcp.local.layout import IndexPaths
+
+    return IndexPaths(index_folder).catalog.exists()
+
+
+def check_folder(index_folder: Path, config: StoreConfig | None, *, given: bool) -> None:
+    """Refuse, with ConfigError, an index folder that is not an index of ours (nothing is
+    written; a store keeps nothing there). ``given``: named with ``--index-folder``."""
+    if config is None:
+        from micro_rag_mcp.local.layout import check_index_folder
+
+        check_index_folder(index_folder, given=given)
+
+
+def prepare(settings: Settings, config: StoreConfig | None, *, given: bool) -> None:
+    """Make ready what a writer opens, once every flag is accepted: the index folder and
+    its marker, or a reachable store that can hold the chunks; else ConfigError (a folder
+    that is not ours is refused untouched) or StoreUnavailable."""
+    if config is None:
+        from micro_rag_mcp.local.layout import prepare_index_folder
+
+        prepare_index_folder(settings.index_folder, given=given)
+    else:
+        from micro_rag_mcp.milvus.engine import prepare_store
+
+        prepare_store(settings, config)
+
+
+def recorded_identity(index_folder: Path, config: StoreConfig | None) -> dict[str, str]:
+    """How an existing index (or the store) was built, as it recorded it: its
+    ``vector_space``, its ``chunking`` and, in an index folder, its ``scope``; {} for
+    none yet."""
+    if config is None:
+        from micro_rag_mcp.local.status import recorded_identity as recorded_here
+
+        return recorded_here(index_folder)
+    from micro_rag_mcp.milvus.index import MilvusIndex
+
+    index = MilvusIndex(config)
+    try:
+        return index.identity() or {}
+    finally:
+        index.close()

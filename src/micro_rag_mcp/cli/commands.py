@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import threading
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -28,16 +28,13 @@ from micro_rag_mcp.core.settings import (
     Settings,
 )
 from micro_rag_mcp.ingest.scanner import PathGlob
-from micro_rag_mcp.local.layout import IndexPaths, check_index_folder
-from micro_rag_mcp.milvus.config import StoreConfig
+from micro_rag_mcp.model.handle import model_loader
 from micro_rag_mcp.options import check_folders, parse_excludes, parse_exts, store_from_args
-from micro_rag_mcp.store import Store
+from micro_rag_mcp.store import Store, check_folder, holds_index, open_store, recorded_identity
 
 if TYPE_CHECKING:
     from micro_rag_mcp.cli.output import IndexDisplay, Screens
     from micro_rag_mcp.core.results import ReindexReport
-    from micro_rag_mcp.local.engine import Engine
-    from micro_rag_mcp.model.embedder import Embedder
 
 WAIT_POLL_S = 0.5
 STOP_WAIT_S = 60.0  # the longest an ending command waits for the model's load to end
@@ -56,7 +53,7 @@ def _folders(args: argparse.Namespace, *, local: bool = True) -> tuple[Path, Pat
     must then be ours (``layout.check_index_folder``)."""
     data, index = check_folders(args.folder, args.index_folder, "FOLDER")
     if local:
-        check_index_folder(index, given=args.index_folder is not None)
+        check_folder(index, None, given=args.index_folder is not None)
     return data, index
 
 
@@ -68,31 +65,30 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
             data_folder=folder,
             index_folder=folder / "index",
             model_wait_s=0.0,
-            model_precision=_store_precision(store_from_args(args)),
+            model_precision=_index_precision(folder / "index", store_from_args(args)),
         )
     data, index = _folders(args)
-    if not IndexPaths(index).catalog.exists():
+    if not holds_index(index):
         raise NoIndex(f"no index in {index}; run micro-rag index {args.folder}")
     return Settings(
         data_folder=data,
         index_folder=index,
-        exts=_index_scope(IndexPaths(index)).get("exts", DEFAULT_EXTS),
+        exts=_index_scope(index).get("exts", DEFAULT_EXTS),
         model_wait_s=0.0,
-        model_precision=_index_precision(IndexPaths(index)),
+        model_precision=_index_precision(index),
     )
 
 
 def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) -> Settings:
     data, index = _folders(args, local=store is None)
-    recorded = _store_identity(store).get("chunking", "") if store else None
-    size, overlap = _index_chunking(IndexPaths(index), recorded)
+    size, overlap = _index_chunking(index, store)
     size = args.chunk_size if args.chunk_size is not None else size
     overlap = args.chunk_overlap if args.chunk_overlap is not None else min(overlap, size // 2)
     if size < 50:
         raise ConfigError("--chunk-size must be at least 50 characters")
     if not 0 <= overlap <= size // 2:
         raise ConfigError("--chunk-overlap must be between 0 and half of --chunk-size")
-    scope = _index_scope(IndexPaths(index)) if store is None else {}
+    scope = _index_scope(index) if store is None else {}
     return Settings(
         data_folder=data,
         index_folder=index,
@@ -105,16 +101,16 @@ def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) 
         max_file_bytes=int(args.max_file_size * 1024 * 1024)
         if args.max_file_size is not None
         else scope.get("max_file_bytes", int(DEFAULT_MAX_FILE_MB * 1024 * 1024)),
-        model_precision=_store_precision(store) if store else _index_precision(IndexPaths(index)),
+        model_precision=_index_precision(index, store),
     )
 
 
-def _index_scope(paths: IndexPaths) -> dict[str, Any]:
+def _index_scope(index: Path) -> dict[str, Any]:
     """Which files an existing index takes (``Settings.scope_record``), so ``index`` does
     not drop or add files a server's flags chose; {} for a new index or a record it cannot
     use (each value is checked as its flag would be)."""
     try:
-        record = json.loads(_recorded(paths, "scope") or "{}")
+        record = json.loads(recorded_identity(index, None).get("scope", "{}"))
         return {
             "exts": parse_exts(",".join(record["exts"])),
             "exclude": parse_excludes(record["exclude"]),
@@ -124,94 +120,29 @@ def _index_scope(paths: IndexPaths) -> dict[str, Any]:
         return {}
 
 
-def _recorded(paths: IndexPaths, key: str) -> str:
-    """A run-identity value an existing index recorded, or "" (no index, or not recorded)."""
-    from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
-
-    try:
-        catalog = Catalog.open_reader(paths.catalog)
-    except (CatalogCorrupt, OSError):
-        return ""
-    try:
-        return catalog.get_meta(key) or ""
-    finally:
-        catalog.close()
+def _index_precision(index: Path, store: StoreConfig | None = None) -> Precision:
+    """The encoder precision an existing index's (or the store's) vectors were made
+    with (fp32 for a new one), so a command never re-embeds a server's index by accident."""
+    return "int8" if "+int8;" in recorded_identity(index, store).get("vector_space", "") else "fp32"
 
 
-def _index_precision(paths: IndexPaths) -> Precision:
-    """The encoder precision an existing index's vectors were made with (fp32 for a new
-    one), so a command never re-embeds a server's index by accident."""
-    return "int8" if "+int8;" in _recorded(paths, "vector_model") else "fp32"
-
-
-def _index_chunking(paths: IndexPaths, recorded: str | None = None) -> tuple[int, int]:
-    """The chunking an existing index (or the store's ``recorded`` one) was built with, so
-    ``index`` does not re-chunk it by accident; the defaults for a new one."""
-    recorded = _recorded(paths, "chunking") if recorded is None else recorded
-    m = re.match(r"chars:(\d+)/(\d+)", recorded)
+def _index_chunking(index: Path, store: StoreConfig | None = None) -> tuple[int, int]:
+    """The chunking an existing index (or the store) was built with, so ``index`` does
+    not re-chunk it by accident; the defaults for a new one."""
+    m = re.match(r"chars:(\d+)/(\d+)", recorded_identity(index, store).get("chunking", ""))
     return (int(m[1]), int(m[2])) if m else (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
 
 
-def _store_identity(store: StoreConfig | None) -> dict[str, str]:
-    """The run identity a store recorded ({} for none yet)."""
-    from micro_rag_mcp.milvus.index import MilvusIndex
-
-    if store is None:
-        return {}
-    index = MilvusIndex(store)
-    try:
-        return index.identity() or {}
-    finally:
-        index.close()
-
-
-def _store_precision(store: StoreConfig | None) -> Precision:
-    """As ``_index_precision``, for a store."""
-    return "int8" if "+int8;" in _store_identity(store).get("vector_space", "") else "fp32"
-
-
-def _store_engine(settings: Settings, store: StoreConfig, writing: bool) -> Store:
-    """The tools over a store; a writer indexes the settings' data folder."""
-    from micro_rag_mcp.milvus.engine import MilvusEngine
-
+def _open(settings: Settings, store: StoreConfig | None, *, writing: bool) -> Store:
+    """The store the flags name; a writer indexes the settings' data folder, and only a
+    writer of the index folder lets the model keep its files there."""
     folder = settings.data_folder if writing or settings.data_folder.is_dir() else None
-    return MilvusEngine(settings, _embedder_loader(settings, local=False), store, folder=folder)
+    loader = model_loader(settings, keep_files=writing and store is None)
+    return open_store(settings, loader, store, folder=folder)
 
 
 def _reader_engine(args: argparse.Namespace) -> Store:
-    settings = _reader_settings(args)
-    config = store_from_args(args)
-    # A reader loads the model without keeping its graph: it never writes the index folder.
-    return (
-        _engine(settings, local=False) if config is None else _store_engine(settings, config, False)
-    )
-
-
-def _embedder_loader(settings: Settings, *, local: bool = True) -> Callable[[], Embedder]:
-    """The model's loader; only a ``local`` one (a writer of the index folder) keeps its
-    built graph and scratch files there."""
-
-    def load() -> Embedder:
-        from micro_rag_mcp.model.embedder import load_embedder
-
-        threads = (
-            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-        )
-        return load_embedder(
-            threads=threads,
-            quantize=settings.model_precision == "int8",
-            work_dir=settings.index_folder if local else None,
-            cache_dir=settings.index_folder if local else None,
-        )
-
-    return load
-
-
-def _engine(settings: Settings, *, local: bool = True) -> Engine:
-    """The embedded store's engine; ``local``: its model may keep files in the index folder."""
-    from micro_rag_mcp.local.engine import Engine
-
-    return Engine(settings, _embedder_loader(settings, local=local))
+    return _open(_reader_settings(args), store_from_args(args), writing=False)
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -229,17 +160,8 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
     display = screens.index_display()
     engine: Store | None = None
     try:
-        if config is None:
-            local = engine = _engine(settings)
-            report = _interruptible(
-                engine, lambda stop: _reindex_waiting(local, args, display, stop)
-            )
-        else:
-            shared = engine = _store_engine(settings, config, True)
-            report = _interruptible(
-                engine,
-                lambda _: shared.reindex(force=args.force, path_glob=args.glob, progress=display),
-            )
+        opened = engine = _open(settings, config, writing=True)
+        report = _interruptible(engine, lambda stop: _reindex_waiting(opened, args, display, stop))
     finally:
         display.close()
         if engine is not None:
@@ -254,11 +176,10 @@ def cmd_index(args: argparse.Namespace, screens: Screens) -> int:
 
 
 def _reindex_waiting(
-    engine: Engine, args: argparse.Namespace, display: IndexDisplay, stop: threading.Event
+    engine: Store, args: argparse.Namespace, display: IndexDisplay, stop: threading.Event
 ) -> ReindexReport:
-    """Reindex; while another process writes, wait for its lock to be free, then go on."""
+    """Reindex; while another process writes, wait for it to be done, then go on."""
     from micro_rag_mcp.core.errors import IndexBusy, Stopped
-    from micro_rag_mcp.core.fsutil import lock_is_held
 
     while True:
         try:
@@ -267,7 +188,7 @@ def _reindex_waiting(
             if args.no_wait:
                 raise
             display.waiting(str(e))
-            while lock_is_held(engine.paths.lock) and not stop.wait(WAIT_POLL_S):
+            while not stop.wait(WAIT_POLL_S) and engine.written_elsewhere():
                 pass
             if stop.is_set():
                 raise Stopped("interrupted while waiting for the index lock") from e

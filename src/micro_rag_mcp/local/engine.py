@@ -231,6 +231,9 @@ class Engine(EngineAnswers):
         """What the index folder holds, read without writing or loading the model."""
         return summarize(self.paths)
 
+    def written_elsewhere(self) -> bool:
+        return not self._writer.running and lock_is_held(self.paths.lock)
+
     def listing(self) -> CatalogListing:
         """The indexed files, for a client to page through and follow."""
         return CatalogListing(self.paths.catalog)

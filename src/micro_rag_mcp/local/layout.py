@@ -244,3 +244,20 @@ def _remove_stale_temporaries(paths: IndexPaths) -> None:
             with contextlib.suppress(OSError):
                 tmp.unlink()
                 logger.info("removed %s, left by an interrupted save", tmp.name)
+
+
+def prepare_index_folder(index: Path, *, given: bool) -> None:
+    """Make the index folder (with its marker) once every flag is accepted, or raise
+    ConfigError; a folder that is not ours is refused first, untouched.
+
+    ``given``: it was named with ``--index-folder``."""
+    check_index_folder(index, given=given)
+    existed = index.is_dir()
+    try:
+        ensure_folder(index)
+    except IndexWriteError as e:
+        if not existed:
+            why = getattr(e.__cause__, "strerror", None) or e.__cause__ or e
+            raise ConfigError(f"--index-folder {index}: cannot be created ({why})") from e
+        # An index of ours on a read-only disk: it is served as it is.
+        logger.warning("cannot mark %s as an index folder (%s)", index, e)

@@ -105,3 +105,21 @@ def _writer(lock: Path) -> WriterInfo | None:
         done=done if isinstance(done, int) else None,
         total=total if isinstance(total, int) else None,
     )
+
+
+def recorded_identity(index_folder: Path) -> dict[str, str]:
+    """How the index in ``index_folder`` was built, as its catalog recorded it (the keys
+    a store's identity uses: ``vector_space``, ``chunking``, and ``scope``); {} for none."""
+    try:
+        catalog = Catalog.open_reader(IndexPaths(index_folder).catalog)
+    except (CatalogCorrupt, OSError):
+        return {}
+    try:
+        recorded = {key: catalog.get_meta(meta) for key, meta in _IDENTITY_META.items()}
+    finally:
+        catalog.close()
+    return {key: value for key, value in recorded.items() if value}
+
+
+# The catalog's meta key of each part of the identity.
+_IDENTITY_META = {"vector_space": "vector_model", "chunking": "chunking", "scope": "scope"}

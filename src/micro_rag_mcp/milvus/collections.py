@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import StoreMismatch, StoreUnavailable
-from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.milvus.rows import (
     MAX_TEXT_BYTES,
     SMALL_BYTES,

@@ -17,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import (
+    ConfigError,
     IndexBusy,
     InvalidArgument,
     ModelUnavailable,
@@ -42,7 +44,6 @@ from micro_rag_mcp.core.results import (
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
-from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.listing import MilvusListing
@@ -67,6 +68,21 @@ POLL_S = 0.25
 # one interpreter, and counting every 5 s would take most of it from searches.
 COUNTS_TTL_S = 5.0
 COUNTS_COST_SHARE = 20
+
+
+MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
+
+
+def prepare_store(settings: Settings, config: StoreConfig) -> None:
+    """Refuse a chunk size the store cannot hold (ConfigError), and a store that cannot
+    be reached (StoreUnavailable), before anything starts."""
+    if settings.chunk_size > MAX_STORE_CHUNK:
+        raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
+    index = MilvusIndex(config)
+    try:
+        index.connect()
+    finally:
+        index.close()
 
 
 class MilvusEngine:
@@ -282,6 +298,9 @@ class MilvusEngine:
             indexing=self._busy.locked(),
             anchor=anchor,
         )
+
+    def written_elsewhere(self) -> bool:
+        return False  # workers share a store: none waits for another
 
     def listing(self) -> MilvusListing:
         """The stored files, for a client to page through and follow."""

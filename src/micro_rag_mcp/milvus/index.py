@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.milvus.collections import MilvusCollections
-from micro_rag_mcp.milvus.config import shard_key, shard_range
 from micro_rag_mcp.milvus.rows import (
     BUCKETS,
     CHUNK_FIELDS,
@@ -43,6 +42,7 @@ from micro_rag_mcp.milvus.rows import (
     in_filter,
     literal,
 )
+from micro_rag_mcp.milvus.shards import shard_key, shard_range
 from micro_rag_mcp.text.stemming import STEMMING_ID
 
 if TYPE_CHECKING:

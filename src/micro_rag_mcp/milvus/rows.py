@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk, StoredChunk
-from micro_rag_mcp.milvus.config import shard_key
+from micro_rag_mcp.milvus.shards import shard_key
 from micro_rag_mcp.text.cjk import gram_tokens
 from micro_rag_mcp.text.stemming import stemmed
 

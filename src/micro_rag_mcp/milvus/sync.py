@@ -50,9 +50,9 @@ from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.ingest.scanner import ScannedFile, Scope, scan
 from micro_rag_mcp.ingest.skipped import Meta
 from micro_rag_mcp.ingest.skipped import record as record_skipped
-from micro_rag_mcp.milvus.config import in_shard
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import WRITING, FileRow, chunk_rows, new_version
+from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.text.vector_text import embedding_text
 

@@ -8,6 +8,7 @@ asks again between its own checks for a stop.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
+from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
@@ -120,3 +122,26 @@ class ModelHandle:
 def vector_space(embedder: Embedder) -> str:
     """The identity of the vectors: the model and what it was given to embed."""
     return f"{embedder.model_id};{VECTOR_RECIPE}"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (onnxruntime's own guess undercounts some VMs)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedder]:
+    """How to load the model ``settings`` ask for, on every usable core; ``keep_files``:
+    a writer of the index folder keeps the built graph and its scratch files there."""
+
+    def load() -> Embedder:
+        from micro_rag_mcp.model.embedder import load_embedder
+
+        folder = settings.index_folder if keep_files else None
+        quantize = settings.model_precision == "int8"
+        return load_embedder(
+            threads=usable_cores(), quantize=quantize, work_dir=folder, cache_dir=folder
+        )
+
+    return load

@@ -9,7 +9,6 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from micro_rag_mcp import __version__
 from micro_rag_mcp.core.errors import ConfigError, StoreUnavailable
@@ -21,6 +20,7 @@ from micro_rag_mcp.core.settings import (
     DEFAULT_POLL_S,
     Settings,
 )
+from micro_rag_mcp.model.handle import model_loader
 from micro_rag_mcp.options import (
     OneLineParser,
     add_store_arguments,
@@ -29,9 +29,7 @@ from micro_rag_mcp.options import (
     parse_exts,
     store_from_args,
 )
-
-if TYPE_CHECKING:
-    from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.store import prepare
 
 logger = logging.getLogger("micro_rag_mcp")
 
@@ -155,35 +153,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-MAX_STORE_CHUNK = 16_000  # characters: a chunk's text must fit a Milvus VARCHAR (64 KiB)
-
-
-def check_store_chunking(settings: Settings) -> None:
-    if settings.chunk_size > MAX_STORE_CHUNK:
-        raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
-
-
-def create_index_folder(settings: Settings, *, given: bool) -> None:
-    """Make the index folder (with its marker) once every flag is accepted, or raise
-    ConfigError; a folder that is not ours is refused first (``layout``), untouched.
-
-    ``given``: it was named with ``--index-folder``."""
-    from micro_rag_mcp.core.errors import IndexWriteError
-    from micro_rag_mcp.local.layout import check_index_folder, ensure_folder
-
-    index = settings.index_folder
-    check_index_folder(index, given=given)
-    existed = index.is_dir()
-    try:
-        ensure_folder(index)
-    except IndexWriteError as e:
-        if not existed:
-            why = getattr(e.__cause__, "strerror", None) or e.__cause__ or e
-            raise ConfigError(f"--index-folder {index}: cannot be created ({why})") from e
-        # An index of ours on a read-only disk: it is served as it is.
-        logger.warning("cannot mark %s as an index folder (%s)", index, e)
-
-
 def configure_logging(verbosity: int) -> None:
     level = logging.INFO if verbosity <= 0 else logging.DEBUG
     log_to_stderr("%(asctime)s %(levelname)s %(name)s: %(message)s", level)
@@ -221,36 +190,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
         store = store_from_args(args)
-        if store is None:
-            create_index_folder(settings, given=args.index_folder is not None)
-        else:
-            check_store_chunking(settings)
+        prepare(settings, store, given=args.index_folder is not None)
     except ConfigError as e:
         print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
         return 2
-    if store is not None:
-        from micro_rag_mcp.milvus.index import MilvusIndex
-
-        try:
-            MilvusIndex(store).connect()  # a store that cannot be reached stops the start
-        except StoreUnavailable as e:
-            print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
-            return 1
+    except StoreUnavailable as e:  # a store that cannot be reached stops the start
+        print(f"micro-rag-mcp: error: {e}", file=sys.stderr)
+        return 1
     configure_logging(args.verbose)
     from micro_rag_mcp.serve.stdio import StopSignals, serve_stdio
 
     signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
 
-    # onnxruntime's own guess undercounts the cores of some VMs; use every core we may run on.
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    int8 = settings.model_precision == "int8"
-    work_dir = settings.index_folder if store is None else None
-
-    def load() -> Embedder:
-        from micro_rag_mcp.model.embedder import load_embedder
-
-        return load_embedder(threads=threads, quantize=int8, work_dir=work_dir, cache_dir=work_dir)
-
+    load = model_loader(settings, keep_files=store is None)
     # The model loads once the handshake is answered (server.StartAfterHandshake): begun
     # before it, its load competed with the SDK's import and made the handshake slower.
     from micro_rag_mcp.serve.server import build_server

@@ -20,8 +20,8 @@ from mcp.server import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
 
 from micro_rag_mcp import __version__
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.milvus.config import StoreConfig
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.serve.jobs import (
     ANSWER_WITHIN_S,

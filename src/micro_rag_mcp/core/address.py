@@ -1,8 +1,7 @@
-"""Where a Milvus store is, and which share of a folder each worker indexes (its shard)."""
+"""Where a shared store is, as the flags name it: its address, its token, this worker's shard."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
@@ -13,7 +12,6 @@ STORE_FORMAT = "milvus://HOST:PORT/DB?collection=NAME"
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,200}")
-SHARD_SPAN = 1 << 62  # shard keys run from 0 to this (an INT64 field holds them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,28 +64,3 @@ def parse_shard(text: str) -> tuple[int, int]:
     if m is None or not 1 <= int(m[1]) <= int(m[2]):
         raise ConfigError(f"--shard must be I/N with 1 <= I <= N, e.g. 1/4 (got {text!r})")
     return int(m[1]), int(m[2])
-
-
-def shard_key(path: str) -> int:
-    """A relative path's stable place in ``[0, SHARD_SPAN)``: a hash of the path, so
-    every worker and every run agrees on its owner without talking to each other."""
-    digest = hashlib.sha1(path.encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(digest[:8], "big") >> 2
-
-
-def shard_range(shard: tuple[int, int]) -> tuple[int, int]:
-    """The shard keys share ``(I, N)`` owns: the I-th of N equal ranges, low end included.
-
-    A range rather than a remainder, so a store can select a share with one comparison
-    on an indexed field (milvus-lite's filters have no ``%``).
-    """
-    i, n = shard
-    return (i - 1) * SHARD_SPAN // n, i * SHARD_SPAN // n
-
-
-def in_shard(path: str, shard: tuple[int, int] | None) -> bool:
-    """Whether a relative path belongs to ``shard`` (None: the whole folder)."""
-    if shard is None:
-        return True
-    low, high = shard_range(shard)
-    return low <= shard_key(path) < high

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.core.records import FileRecord, NewChunk
@@ -173,3 +175,71 @@ def document_title(path: Path, metadata_title: str = "") -> str:
     if metadata_title and metadata_title.casefold() != name.casefold():
         return f"{name} — {metadata_title}" if name else metadata_title
     return name
+
+
+Outcome = Literal["unchanged", "gone", "failed", "touched", "stored"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What one pass does with one file, the same in both stores.
+
+    ``unchanged``: its stamp says so (nothing was read). ``gone``: deleted between the
+    scan and the read. ``failed``: ``record`` says why it cannot be read. ``touched``:
+    read, and its text is what is stored; only ``record``'s stamp is new. ``stored``:
+    ``record`` and ``chunks`` replace what was stored (``known`` is what that was).
+    """
+
+    outcome: Outcome
+    known: FileRecord | None = None
+    record: FileRecord | None = None
+    chunks: tuple[NewChunk, ...] = ()
+    ok_before: bool = True  # an unchanged file was indexed, not failed
+
+    def count(self, counts: SyncCounts) -> None:
+        """Add this file to the pass's counts."""
+        if self.outcome == "unchanged":
+            counts.left_as_it_was(ok=self.ok_before)
+        elif self.outcome == "gone":
+            counts.removed += self.known is not None
+        elif self.outcome == "failed":
+            assert self.record is not None
+            counts.failed.append((self.record.path, self.record.error or ""))
+        elif self.outcome == "touched":
+            counts.left_as_it_was(ok=True)
+        elif self.known is None:
+            counts.added += 1
+        else:
+            counts.updated += 1
+
+
+def decide(
+    f: ScannedFile,
+    stamp: tuple[int, int] | None,
+    known: Callable[[], FileRecord | None],
+    read: Callable[[Path], Document],
+    settings: Settings,
+    *,
+    force: bool,
+    ok_before: bool = True,
+) -> Decision:
+    """What to do with one scanned file: skip it by its recorded ``stamp`` (size,
+    mtime_ns; None: not recorded), else read it and compare its text's checksum with
+    what is ``known`` of it (asked only once the file is read). ``force`` reads and
+    stores whatever the stamp and the checksum say."""
+    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
+        return Decision("unchanged", ok_before=ok_before)
+    rec = known() if stamp is not None else None
+    ext = os.path.splitext(f.rel)[1].lower()
+    size = stamp_size(f)
+    try:
+        text, chunks = extract_chunks(read(f.path), f.path, settings)
+    except ReadError as e:
+        if not f.path.exists():
+            return Decision("gone", known=rec)
+        return Decision("failed", known=rec, record=failure_record(f, ext, size, e))
+    checksum = text_checksum(text)
+    record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
+    if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
+        return Decision("touched", known=rec, record=record)
+    return Decision("stored", known=rec, record=record, chunks=tuple(chunks))

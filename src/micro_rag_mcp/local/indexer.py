@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from micro_rag_mcp.core.errors import MicroRagError, ReadError
-from micro_rag_mcp.core.records import FileRecord
+from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.files import (
     SyncCounts,
-    extract_chunks,
-    failure_record,
+    decide,
     gone_paths,
     scan_rules,
-    stamp_size,
-    text_checksum,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
@@ -278,36 +273,26 @@ def _sync_one(
     """Bring one file in line; False if its stamp said it is unchanged (nothing was read).
 
     ``failed_before``: the files that had failed before the pass (unchanged, still failed)."""
-    if stamp is not None and not force and stamp == (f.size, f.mtime_ns):
-        counts.left_as_it_was(ok=f.rel not in failed_before)
+    known = lambda: catalog.file_record(f.rel)  # noqa: E731
+    ok_before = f.rel not in failed_before
+    decision = decide(f, stamp, known, read, settings, force=force, ok_before=ok_before)
+    decision.count(counts)
+    record = decision.record
+    if decision.outcome == "unchanged":
         return False
-    rec = catalog.file_record(f.rel) if stamp is not None else None
-    ext = os.path.splitext(f.rel)[1].lower()
-    size = stamp_size(f)
-    try:
-        text, chunks = extract_chunks(read(f.path), f.path, settings)
-    except ReadError as e:
-        if not f.path.exists():  # deleted between the scan and the read
-            if rec is not None:
-                _forget(catalog, counts, f.rel)
-                counts.removed += 1
-            return True
-        failed = failure_record(f, ext, size, e)
-        catalog.store_file(failed, [])
-        counts.failed.append((f.rel, failed.error or ""))
-        return True
-    checksum = text_checksum(text)
-    if rec is not None and not force and rec.status == "ok" and rec.checksum == checksum:
-        catalog.touch_file(f.rel, size, f.mtime_ns)
-        counts.left_as_it_was(ok=True)
-        return True
-    record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-    catalog.store_file(record, chunks)
-    if rec is None:
-        counts.added += 1
+    if decision.outcome == "gone":
+        if decision.known is not None:
+            _forget(catalog, counts, f.rel)
+    elif decision.outcome == "failed":
+        assert record is not None
+        catalog.store_file(record, [])
+    elif decision.outcome == "touched":
+        assert record is not None
+        catalog.touch_file(f.rel, record.size, f.mtime_ns)
     else:
-        counts.updated += 1
-    logger.debug("indexed %s (%d chunks)", f.rel, len(chunks))
+        assert record is not None
+        catalog.store_file(record, list(decision.chunks))
+        logger.debug("indexed %s (%d chunks)", f.rel, len(decision.chunks))
     return True
 
 

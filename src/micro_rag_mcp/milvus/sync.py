@@ -25,25 +25,20 @@ to index and to delete, so N workers cover one folder with no lock between them.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.files import (
     EMBED_BATCH,
     SyncCounts,
-    extract_chunks,
-    failure_record,
+    decide,
     gone_paths,
     scan_rules,
-    stamp_size,
-    text_checksum,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
@@ -160,49 +155,26 @@ def _examine(
 ) -> _Write | None:
     """Settle one file that needs no new chunks; return the write of one that does."""
     rec = row.record if row is not None else None
-    if rec is not None and not force and (rec.size, rec.mtime_ns) == (f.size, f.mtime_ns):
-        counts.left_as_it_was(ok=rec.status == "ok")
-        return None
-    ext = os.path.splitext(f.rel)[1].lower()
-    size = stamp_size(f)
-    try:
-        text, chunks = extract_chunks(read(f.path), f.path, settings)
-    except ReadError as e:
-        _failed(index, f, row, ext, size, e, counts)
-        return None
-    checksum = text_checksum(text)
-    record = FileRecord(f.rel, ext, size, f.mtime_ns, checksum, "ok", None)
-    same = rec is not None and rec.status == "ok" and rec.checksum == checksum
-    if same and row is not None and not force:
-        index.put_file(replace(row, record=record))  # same version: only the stamp changes
-        counts.left_as_it_was(ok=True)
-        return None
-    if rec is None:
-        counts.added += 1
-    else:
-        counts.updated += 1
-    return _Write(record, row, chunks)
-
-
-def _failed(
-    index: MilvusIndex,
-    f: ScannedFile,
-    row: FileRow | None,
-    ext: str,
-    size: int,
-    e: ReadError,
-    counts: SyncCounts,
-) -> None:
-    if not f.path.exists():  # deleted between the scan and the read
+    stamp = (rec.size, rec.mtime_ns) if rec is not None else None
+    ok_before = rec is not None and rec.status == "ok"
+    decision = decide(f, stamp, lambda: rec, read, settings, force=force, ok_before=ok_before)
+    decision.count(counts)
+    record = decision.record
+    if decision.outcome == "gone":
         if row is not None:
             forget(index, f.rel)
-            counts.removed += 1
-        return
-    failed = failure_record(f, ext, size, e)
-    index.put_file(FileRow(failed, 0))
-    if row is not None:
-        index.delete_chunks(f.rel)
-    counts.failed.append((f.rel, failed.error or ""))
+    elif decision.outcome == "failed":
+        assert record is not None
+        index.put_file(FileRow(record, 0))
+        if row is not None:
+            index.delete_chunks(f.rel)
+    elif decision.outcome == "touched":
+        assert record is not None and row is not None
+        index.put_file(replace(row, record=record))  # same version: only the stamp changes
+    elif decision.outcome == "stored":
+        assert record is not None
+        return _Write(record, row, list(decision.chunks))
+    return None
 
 
 class _BatchWriter:

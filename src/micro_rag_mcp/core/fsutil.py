@@ -7,12 +7,20 @@ import errno
 import fcntl
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.core.errors import IndexBusy, IndexWriteError
+
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+# File systems whose changes made elsewhere raise no local event: scan them instead.
+NETWORK_FS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p"}
+    | {"virtiofs", "vboxsf", "drvfs", "fuse.sshfs", "fuse.rclone", "fuse.glusterfs", "davfs"}
+)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -38,9 +46,6 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 
 
 class WriterLock:
@@ -208,3 +213,17 @@ def try_lock(path: Path) -> int | None:
             return None
         raise
     return fd
+
+
+def network_fs(folder: Path, mounts: str) -> str | None:
+    """The type of network file system ``folder`` lies on, read from ``/proc/mounts`` text."""
+    best, best_type = "", ""
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[1])  # "\040": " "
+        inside = str(folder) == point or str(folder).startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, best_type = point, fields[2]
+    return best_type if best_type in NETWORK_FS else None

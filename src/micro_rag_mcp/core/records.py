@@ -4,12 +4,20 @@ entries a scan of the folder passed over."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
+FileStatus = Literal["ok", "failed", "writing"]  # indexed; cannot be read; being written (Milvus)
 SkipReason = Literal[
     "symlink outside the folder", "broken symlink", "not a regular file", "name not valid UTF-8"
 ]
 REASONS: tuple[SkipReason, ...] = get_args(SkipReason)
+
+
+def file_status(value: str) -> FileStatus:
+    """A status as stored, checked to be one (a store written by something else)."""
+    if value in get_args(FileStatus):
+        return cast(FileStatus, value)
+    raise ValueError(f"not a file status: {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +29,7 @@ class FileRecord:
     size: int
     mtime_ns: int
     checksum: str | None
-    status: str
+    status: FileStatus
     error: str | None
 
 

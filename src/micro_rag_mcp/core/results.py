@@ -9,13 +9,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from micro_rag_mcp.core.records import SkipGroup, StoredChunk
+
+Phase = Literal["reading", "embedding"]  # what a pass is doing
+Channel = Literal["vector", "keyword"]  # how a passage was found
 
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    phase: str  # "reading" or "embedding"
+    phase: Phase
     done: int
     total: int
     item: str = ""
@@ -31,7 +35,7 @@ class Hit:
     chunk: StoredChunk
     score: float | None  # cosine similarity, None when the chunk has no vector yet
     fused: float
-    channels: tuple[str, ...]
+    channels: tuple[Channel, ...]
     stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
     context: tuple[str, str] = ("", "")  # the file's text just before and after (anchors)
 

@@ -27,15 +27,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
+from typing import Literal
 
 from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
-from micro_rag_mcp.core.fsutil import lock_is_held, try_lock
+from micro_rag_mcp.core.fsutil import lock_is_held, network_fs, try_lock
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.ignore import Rule
@@ -49,17 +49,20 @@ RETRY_MAX_S = 60.0  # a refresh that fails is tried again after 2, 4, 8, ... up 
 TICK_S = 0.5  # how often an idle watcher looks at its queue and for a stop
 STEP_MS = 100  # watchfiles groups events that come closer together than this
 
+# What the watcher does; its ``status`` says it in words.
+WatchKind = Literal["starting", "watching", "polling", "standby", "off"]
 STARTING = "starting"  # the thread is setting up: taking the lock, then watching or polling
 WATCHING = "watching"
 STANDBY = "standby: another process watches this folder"
 OFF = "off"
 WATCHED_ELSEWHERE = "off here: another process watches this folder"
+_SAID: dict[WatchKind, str] = {
+    "starting": STARTING,
+    "watching": WATCHING,
+    "standby": STANDBY,
+    "off": OFF,
+}
 
-# File systems whose changes made elsewhere raise no local event: scan them instead.
-NETWORK_FS = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "afs", "ceph", "glusterfs", "lustre", "9p"}
-    | {"virtiofs", "vboxsf", "drvfs", "fuse.sshfs", "fuse.rclone", "fuse.glusterfs", "davfs"}
-)
 
 Refresh = Callable[[Collection[str] | None], ReindexReport]  # None: the whole folder
 Note = Callable[[Collection[str]], None]  # hands changed paths to the pass holding the index
@@ -67,20 +70,6 @@ Note = Callable[[Collection[str]], None]  # hands changed paths to the pass hold
 
 def polling(interval_s: float) -> str:
     return f"polling every {interval_s:g} s"
-
-
-def network_fs(folder: Path, mounts: str) -> str | None:
-    """The type of network file system ``folder`` lies on, read from ``/proc/mounts`` text."""
-    best, best_type = "", ""
-    for line in mounts.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[1])  # "\040": " "
-        inside = str(folder) == point or str(folder).startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, best_type = point, fields[2]
-    return best_type if best_type in NETWORK_FS else None
 
 
 class _FolderGone(Exception):
@@ -118,7 +107,8 @@ class Watcher:
         self._refresh = refresh
         self._holds_under = holds_under  # whether the index holds files under a folder
         self._stop = stop
-        self._status = OFF
+        self._kind: WatchKind = "off"
+        self._interval_s = settings.poll_interval_s  # while polling
         self._thread: threading.Thread | None = None
 
     @property
@@ -129,16 +119,22 @@ class Watcher:
         A process that does not watch (``micro-rag``, or ``--no-watch``) still tells whether
         another one does: the holder of the watch lock.
         """
-        status = self._status
-        if status == OFF and lock_is_held(self.paths.watch_lock):
+        if self._kind == "polling":
+            return polling(self._interval_s)
+        if self._kind == "off" and lock_is_held(self.paths.watch_lock):
             return WATCHED_ELSEWHERE
-        return status
+        return _SAID[self._kind]
+
+    @property
+    def follows(self) -> bool:
+        """Whether this process picks up the folder's changes (it watches or polls)."""
+        return self._kind in ("watching", "polling")
 
     def start(self) -> None:
         if self.settings.watch == "off":
             self.ready.set()
             return
-        self._status = STARTING  # not "off": the lock it may take is not another's
+        self._kind = "starting"  # not "off": the lock it may take is not another's
         self._thread = threading.Thread(target=self._run, name="micro-rag-watch", daemon=True)
         self._thread.start()
 
@@ -151,7 +147,7 @@ class Watcher:
 
     def queue_stale(self, rels: Iterable[str]) -> bool:
         """Queue files a search found stale; whether this process will refresh them."""
-        if self._status == WATCHING or self._status.startswith("polling"):
+        if self.follows:
             self.queue.add(rels, time.monotonic(), event=False)
             return True
         return False
@@ -159,7 +155,7 @@ class Watcher:
     def queue_everything(self) -> bool:
         """Queue a pass over the whole folder (the start-up pass could not run); whether
         this process will run it. A busy index is retried until it is free."""
-        if self._status == WATCHING or self._status.startswith("polling"):
+        if self.follows:
             self.queue.add_everything(time.monotonic())
             return True
         return False
@@ -174,7 +170,7 @@ class Watcher:
         except Exception:
             logger.exception("following %s failed; changes are no longer picked up", self.root)
         finally:
-            self._status = OFF
+            self._kind = "off"
             self.ready.set()
 
     def _serve(self) -> None:
@@ -192,7 +188,7 @@ class Watcher:
             if fd is None:
                 if not stood_by:
                     logger.info("another process watches %s; standing by", self.root)
-                self._status = STANDBY
+                self._kind = "standby"
                 self.ready.set()
                 stood_by = True
                 self._stop.wait(self.retry_s)
@@ -262,8 +258,8 @@ class Watcher:
         with contextlib.closing(changes):
             try:
                 for batch in changes:  # the first step sets the watches up, or raises
-                    if self._status != WATCHING:
-                        self._status = WATCHING
+                    if self._kind != "watching":
+                        self._kind = "watching"
                         self.ready.set()
                         logger.info("watching %s for changes", self.root)
                     watching = True
@@ -278,7 +274,7 @@ class Watcher:
         return True
 
     def _poll(self, interval: float) -> None:
-        self._status = polling(interval)
+        self._kind, self._interval_s = "polling", interval
         self.ready.set()
         next_scan = time.monotonic() + interval
         while not self._stop.is_set():

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from micro_rag_mcp.core.records import FileRecord, NewChunk, StoredChunk
+from micro_rag_mcp.core.records import FileRecord, FileStatus, NewChunk, StoredChunk, file_status
 from micro_rag_mcp.milvus.shards import shard_key
 from micro_rag_mcp.text.cjk import gram_tokens
 from micro_rag_mcp.text.stemming import stemmed
@@ -25,7 +25,7 @@ MAX_TEXT_BYTES = 65_535  # Milvus's VARCHAR limit
 SMALL_BYTES = 2048
 NONE = -1  # stands for a missing line or page number
 BUCKETS = 1 << 16  # chunks fall in this many buckets (``bucket``)
-WRITING = "writing"  # the status of a file new to the store until its first flip
+WRITING: FileStatus = "writing"  # the status of a file new to the store until its first flip
 CHUNK_FIELDS = [
     "id",
     "path",
@@ -154,7 +154,7 @@ def file_row(r: dict[str, Any]) -> FileRow:
         int(r["size"]),
         int(r["mtime_ns"]),
         str(r["checksum"]) or None,
-        str(r["status"]),
+        file_status(str(r["status"])),
         str(r["error"]) or None,
     )
     return FileRow(

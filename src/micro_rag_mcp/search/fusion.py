@@ -30,10 +30,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from micro_rag_mcp.core.records import StoredChunk
-from micro_rag_mcp.core.results import Hit
+from micro_rag_mcp.core.results import Channel, Hit
 from micro_rag_mcp.search.terms import STOPWORDS
+
+Fusion = Literal["convex", "adaptive", "rrf"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,7 @@ class SearchParams:
     """
 
     depth: int = 200  # candidates taken from each channel
-    fusion: str = "convex"  # "convex" (fixed shares), "adaptive" (per-query shares) or "rrf"
+    fusion: Fusion = "convex"  # fixed shares, per-query shares, or reciprocal rank fusion
     vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
     head_weight: float = 0.5  # weight of the file's first chunk in the vector score
     keyword_share: float = 0.65  # adaptive: the keyword share at full evidence
@@ -58,7 +61,7 @@ class SearchParams:
     vector_weight: float = 1.0  # rrf only
     keyword_weight: float = 1.25  # rrf only
     title_weight: float = 1.0  # BM25 weight of the title column against the text column
-    channels: tuple[str, ...] = ("vector", "keyword")
+    channels: tuple[Channel, ...] = ("vector", "keyword")
     # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
     # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
     drop_stopwords: bool = True
@@ -92,13 +95,13 @@ class Ranking:
     ranked: list[int]
     fused: dict[int, float]
     cosine: Mapping[int, float]
-    found_by: dict[int, tuple[str, ...]]
+    found_by: dict[int, tuple[Channel, ...]]
     no_good_match: bool = False
 
 
 def fuse(c: Candidates, params: SearchParams) -> Ranking:
     """The fusion every store uses: the same code, so scores mean the same on each."""
-    found_by: dict[int, tuple[str, ...]] = {cid: ("vector",) for cid, _ in c.vector}
+    found_by: dict[int, tuple[Channel, ...]] = {cid: ("vector",) for cid, _ in c.vector}
     for cid, _ in c.keyword:
         found_by[cid] = (*found_by.get(cid, ()), "keyword")
     if params.fusion == "rrf":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import threading
 from collections.abc import Callable
@@ -26,9 +25,10 @@ from micro_rag_mcp.core.settings import (
     DEFAULT_MAX_FILE_MB,
     Precision,
     Settings,
+    recorded_chunking,
 )
 from micro_rag_mcp.ingest.scanner import PathGlob
-from micro_rag_mcp.model.handle import model_loader
+from micro_rag_mcp.model.handle import model_loader, recorded_precision
 from micro_rag_mcp.options import check_folders, parse_excludes, parse_exts, store_from_args
 from micro_rag_mcp.store import Store, check_folder, holds_index, open_store, recorded_identity
 
@@ -123,14 +123,14 @@ def _index_scope(index: Path) -> dict[str, Any]:
 def _index_precision(index: Path, store: StoreConfig | None = None) -> Precision:
     """The encoder precision an existing index's (or the store's) vectors were made
     with (fp32 for a new one), so a command never re-embeds a server's index by accident."""
-    return "int8" if "+int8;" in recorded_identity(index, store).get("vector_space", "") else "fp32"
+    return recorded_precision(recorded_identity(index, store).get("vector_space", ""))
 
 
 def _index_chunking(index: Path, store: StoreConfig | None = None) -> tuple[int, int]:
     """The chunking an existing index (or the store) was built with, so ``index`` does
     not re-chunk it by accident; the defaults for a new one."""
-    m = re.match(r"chars:(\d+)/(\d+)", recorded_identity(index, store).get("chunking", ""))
-    return (int(m[1]), int(m[2])) if m else (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
+    recorded = recorded_chunking(recorded_identity(index, store).get("chunking", ""))
+    return recorded or (DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP)
 
 
 def _open(settings: Settings, store: StoreConfig | None, *, writing: bool) -> Store:

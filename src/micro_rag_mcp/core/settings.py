@@ -61,3 +61,12 @@ class Settings:
     def chunking_id(self) -> str:
         """The chunking half of the run identity: how files become stored chunks."""
         return f"chars:{self.chunk_size}/{self.chunk_overlap};titles:2"
+
+
+def recorded_chunking(chunking_id: str) -> tuple[int, int] | None:
+    """The (size, overlap) a recorded ``Settings.chunking_id`` names, or None if none."""
+    size, sep, rest = chunking_id.removeprefix("chars:").partition("/")
+    overlap = rest.split(";", 1)[0]
+    if not chunking_id.startswith("chars:") or not sep or not (size + overlap).isdigit():
+        return None
+    return int(size), int(overlap)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}"
+INT8_SUFFIX = "+int8"  # of the model id of the quantized encoder
 DIMENSION = 384
 MAX_SEQ_LENGTH = 256
 DEFAULT_BATCH_SIZE = 32
@@ -376,7 +377,7 @@ def load_embedder(
         time.perf_counter() - started,
         " (from the kept graph)" if from_kept else "",
     )
-    model_id = f"{MODEL_ID}+int8" if quantize else MODEL_ID
+    model_id = f"{MODEL_ID}{INT8_SUFFIX}" if quantize else MODEL_ID
     return OnnxEmbedder(session, tokenizer, model_id=model_id, batch_size=batch_size)
 
 

@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
-from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.core.settings import Precision, Settings
+from micro_rag_mcp.model.embedder import INT8_SUFFIX, Embedder
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
@@ -117,6 +117,11 @@ class ModelHandle:
             logger.exception("embedding model failed to load")
         finally:
             self._ended.set()
+
+
+def recorded_precision(vector_space: str) -> Precision:
+    """The encoder precision a recorded ``vector_space`` was made with (fp32 if none)."""
+    return "int8" if vector_space.split(";", 1)[0].endswith(INT8_SUFFIX) else "fp32"
 
 
 def vector_space(embedder: Embedder) -> str:

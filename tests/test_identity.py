@@ -1,0 +1,21 @@
+"""How an index was built is recorded as text and read back as the values that wrote it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import make_settings
+
+
+def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path) -> None:
+    from micro_rag_mcp.core.settings import recorded_chunking
+    from micro_rag_mcp.model.embedder import INT8_SUFFIX, MODEL_ID
+    from micro_rag_mcp.model.handle import recorded_precision
+    from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
+
+    settings = make_settings(data, chunk_size=640, chunk_overlap=64)
+    assert recorded_chunking(settings.chunking_id) == (640, 64)
+    assert recorded_chunking("") is None and recorded_chunking("chars:x/1") is None
+    assert recorded_precision(f"{MODEL_ID}{INT8_SUFFIX};{VECTOR_RECIPE}") == "int8"
+    assert recorded_precision(f"{MODEL_ID};{VECTOR_RECIPE}") == "fp32"
+    assert recorded_precision("") == "fp32"

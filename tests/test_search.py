@@ -9,7 +9,7 @@ import pytest
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import fts_query
+from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
 from micro_rag_mcp.search.terms import MAX_SEARCHED_TERMS, STOPWORDS, query_terms, searched_terms
 from tests.fakes import FakeEmbedder
@@ -28,6 +28,12 @@ HOSTILE = [
     "\x00\x01 control",
     "ünïcödé 日本語の文章 Ελληνικά",
 ]
+
+
+def fts_query(text: str, stopwords: frozenset[str] = frozenset()) -> str | None:
+    """The FTS5 expression the keyword channel runs for ``text``, or None (no word)."""
+    terms = query_terms(text, stopwords=stopwords)
+    return or_query(terms) if terms else None
 
 
 @pytest.mark.parametrize("query", HOSTILE)

@@ -9,7 +9,7 @@ import pytest
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
 from micro_rag_mcp.local.vectors import VectorStore
 from tests.fakes import FakeEmbedder
 from tests.test_indexer import write
@@ -47,7 +47,7 @@ def test_searches_map_the_file_and_the_writer_gets_a_copy_it_can_change(
     embedder = FakeEmbedder()
     catalog = Catalog.open_reader(engine.paths.catalog)
     try:
-        reader = cache.for_reader(catalog, embedder, writing=False)
+        reader = cache.for_catalog(reader_meta(catalog), embedder, writing=False)
         assert reader is not None and reader.mapped and len(reader) == 1
         writer = cache.for_writer(catalog, embedder)
     finally:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from micro_rag_mcp.core.errors import IndexWriteError
+from micro_rag_mcp.core.errors import IndexWriteError, MicroRagError
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.queries import CatalogQueries
 from micro_rag_mcp.text.cjk import bigrams, has_cjk
@@ -95,7 +95,7 @@ _BUMP_GENERATION = (
 )
 
 
-class CatalogCorrupt(Exception):
+class CatalogCorrupt(MicroRagError):
     """The catalog file exists but is not a usable database."""
 
 

@@ -28,7 +28,6 @@ from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
-    MAX_QUERY_TERMS,
     idf_sum,
     query_terms,
     searched_terms,
@@ -40,19 +39,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 DEFAULT_PARAMS = SearchParams()
-
-
-def fts_query(
-    text: str, max_terms: int = MAX_QUERY_TERMS, stopwords: frozenset[str] = frozenset()
-) -> str | None:
-    """An FTS5 expression that matches any word of ``text``, safe for any input.
-
-    Every term is a quoted string, so FTS5 syntax in the query (``NEAR(``, ``AND``, ``*``,
-    ``-``, ``"``) is only ever text. Words in ``stopwords`` are left out unless the text
-    has no other word. Returns None when the text has no word at all.
-    """
-    terms = query_terms(text, max_terms, stopwords)
-    return or_query(terms) if terms else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,17 +74,12 @@ class VectorCache:
         catalog.set_meta("vector_ids", VECTOR_IDS)
         logger.info("re-keyed %d saved vectors by their text", len(store))
 
-    def for_reader(
-        self, catalog: Catalog, embedder: Embedder, *, writing: bool
-    ) -> VectorStore | None:
-        """The freshest vectors: the writer's while ``writing``, else the file's latest save."""
-        return self.for_catalog(reader_meta(catalog), embedder, writing=writing)
-
     def for_catalog(
         self, meta: tuple[str | None, str | None], embedder: Embedder, *, writing: bool
     ) -> VectorStore | None:
-        """``for_reader`` for a catalog whose ``reader_meta`` was read already (by another
-        thread: a connection serves one thread at a time)."""
+        """The freshest vectors for a catalog whose ``reader_meta`` was read already (by
+        another thread: a connection serves one thread at a time): the writer's while
+        ``writing``, else the file's latest save."""
         owner, vector_model = meta
         path = self.paths.vectors
         with self._lock:

@@ -72,7 +72,7 @@ def polling(interval_s: float) -> str:
     return f"polling every {interval_s:g} s"
 
 
-class _FolderGone(Exception):
+class _FolderGone(MicroRagError):
     """The watched folder was removed or replaced: its watches see nothing any more."""
 
 

@@ -1,1 +1,1 @@
-"""The Milvus backend: its address and sharding, rows, collections, keywords, search, sync."""
+"""The Milvus backend: rows, collections, keywords, search, sync, shards, its engine."""

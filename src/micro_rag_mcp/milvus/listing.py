@@ -1,4 +1,4 @@
-"""``listing.FileListing`` over a Milvus store's files collection.
+"""``core.listing.FileListing`` over a Milvus store's files collection.
 
 Milvus keeps no counter of writes, so the version of the whole store is the files'
 versions themselves: one scan of the files collection (a row per file, not per chunk),

@@ -1,4 +1,4 @@
-"""Hybrid search over a Milvus store: Milvus proposes, ``search.fuse`` ranks.
+"""Hybrid search over a Milvus store: Milvus proposes, ``search.fusion.fuse`` ranks.
 
 Milvus gives each channel's candidates (dense by inner product of unit vectors, which
 is the cosine; keyword by its BM25 function, scored again as FTS5 scores them by

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from micro_rag_mcp.core.address import StoreConfig, parse_store_url
@@ -104,7 +105,11 @@ class MilvusServer:
 
 
 def store_engine(
-    data: Path, config: StoreConfig, embedder: FakeEmbedder | None = None, **settings: object
+    data: Path,
+    config: StoreConfig,
+    embedder: FakeEmbedder | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    **settings: object,
 ) -> MilvusEngine:
     """A store engine over ``data`` with the fake embedder, its model loaded."""
     made = embedder or FakeEmbedder()
@@ -113,6 +118,7 @@ def store_engine(
         lambda: made,
         config,
         folder=data,
+        clock=clock,
     )
     engine.load_model()
     return engine

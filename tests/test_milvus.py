@@ -13,7 +13,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -25,8 +24,6 @@ from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import keyword_candidates
-from micro_rag_mcp.milvus import engine as milvus_engine
-from micro_rag_mcp.milvus import keywords as milvus_keywords
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
@@ -347,8 +344,7 @@ def test_past_the_sample_size_keyword_scores_come_from_a_sample_and_the_candidat
         return " ".join(marks + [f"w{i}x{j}" for j in range(9)])
 
     data = write_folder(tmp_path / "docs", {f"f{i:03}.txt": text(i) for i in range(600)})
-    monkeypatch.setattr(milvus_keywords, "SAMPLE_ROWS", 200)
-    config, stats = milvus.config(), KeywordStats()
+    config, stats = milvus.config(), KeywordStats(sample_rows=200)
     with keyword_channels(data, config, stats) as both:
         sample = stats.sample(MilvusIndex(config), 600)
         assert not sample.whole and 100 < sample.rows < 200
@@ -606,9 +602,9 @@ def test_counts_that_take_long_are_reused_the_longer(
 ) -> None:
     """A count that takes 1 s is reused for 20 s, not 5: on a store that counts by
     reading every row, counting every 5 s would take most of its time from searches."""
-    engine = store_engine(folder, milvus.config())
-    engine.reindex()
     clock = [1000.0]
+    engine = store_engine(folder, milvus.config(), clock=lambda: clock[0])
+    engine.reindex()
     calls = []
     count_files = engine.index.count_files
 
@@ -617,7 +613,6 @@ def test_counts_that_take_long_are_reused_the_longer(
         clock[0] += 1.0  # this count takes a second
         return count_files()
 
-    monkeypatch.setattr(milvus_engine, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     monkeypatch.setattr(engine.index, "count_files", slow_count)
     assert engine.state().files_indexed == len(FILES)
     clock[0] += 15.0

@@ -97,6 +97,7 @@ class MilvusEngine:
         folder: Path | None = None,
         params: SearchParams | None = None,
         batch_chunks: int = BATCH_CHUNKS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if folder is not None and folder != settings.data_folder:
             raise ValueError("folder must be the settings' data folder")
@@ -115,6 +116,7 @@ class MilvusEngine:
         self._counted_lock = threading.Lock()
         self.batch_chunks = batch_chunks  # chunks embedded and written together
         self._skipped = MemoryMeta()  # what this process's passes left out of the folder
+        self._clock = clock  # what the counts' expiry is measured by
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -337,13 +339,13 @@ class MilvusEngine:
         for it each time)."""
         with self._counted_lock:
             until, counts = self._counted
-            started = time.monotonic()
+            started = self._clock()
             if started >= until or self._busy.locked():
                 exists = self.index.exists()
                 counts = (
                     (*self.index.count_files(), self.index.count_chunks()) if exists else (0, 0, 0)
                 )
-                ended = time.monotonic()
+                ended = self._clock()
                 reuse = max(COUNTS_TTL_S, COUNTS_COST_SHARE * (ended - started))
                 self._counted = (ended + reuse, counts)
             return counts

@@ -52,6 +52,7 @@ class Sample:
     rows: int
     having: Counter[str]  # sampled chunks holding each word
     mean: float  # words per sampled chunk
+    limit: int = SAMPLE_ROWS  # the most chunks a sample takes
 
     @property
     def whole(self) -> bool:
@@ -60,7 +61,7 @@ class Sample:
     def outdated(self, chunks: int) -> bool:
         if chunks == self.chunks:
             return False
-        if self.whole or chunks <= SAMPLE_ROWS:
+        if self.whole or chunks <= self.limit:
             return True
         return abs(chunks - self.chunks) > self.chunks * RESAMPLE_SHARE
 
@@ -72,7 +73,8 @@ class Sample:
 class KeywordStats:
     """One collection's sample, kept between searches and taken again as it changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, sample_rows: int = SAMPLE_ROWS) -> None:
+        self.sample_rows = sample_rows  # the most chunks a sample takes
         self._lock = threading.Lock()
         self._kept: Sample | None = None
 
@@ -84,24 +86,22 @@ class KeywordStats:
     def sample(self, index: MilvusIndex, chunks: int) -> Sample:
         with self._lock:
             if self._kept is None or self._kept.outdated(chunks):
-                self._kept = _taken(index, chunks)
+                self._kept = _taken(index, chunks, self.sample_rows)
             return self._kept
 
 
-def _taken(index: MilvusIndex, chunks: int) -> Sample:
-    # Aim a tenth under SAMPLE_ROWS: the chunks in a range of buckets vary in number.
-    buckets = (
-        BUCKETS if chunks <= SAMPLE_ROWS else max(1, BUCKETS * SAMPLE_ROWS * 9 // 10 // chunks)
-    )
+def _taken(index: MilvusIndex, chunks: int, limit: int) -> Sample:
+    # Aim a tenth under the limit: the chunks in a range of buckets vary in number.
+    buckets = BUCKETS if chunks <= limit else max(1, BUCKETS * limit * 9 // 10 // chunks)
     having: Counter[str] = Counter()
     length = 0
-    rows = index.sample_keywords(buckets, SAMPLE_ROWS)
+    rows = index.sample_keywords(buckets, limit)
     for row in rows:
         kept = row.split()
         length += len(kept)
         having.update(set(kept))
     mean = length / len(rows) if rows else 1.0
-    return Sample(chunks, len(rows), having, max(mean, 1.0))
+    return Sample(chunks, len(rows), having, max(mean, 1.0), limit)
 
 
 def keyword_hits(

@@ -1,8 +1,12 @@
-"""What an index folder holds, read straight from its files: for tests of several modules."""
+"""Folders and index folders for tests of several modules: files written with a given
+mtime, what an index holds read straight from its files, a lock held by another process."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from micro_rag_mcp.local.vectors import VectorStore
@@ -20,3 +24,52 @@ def chunk_keys(index: Path) -> set[int]:
     keys = {int(r[0]) for r in conn.execute("SELECT vkey FROM chunks")}
     conn.close()
     return keys
+
+
+def write(path: Path, text: str, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def catalog_rows(index: Path) -> dict[str, list[str]]:
+    """path -> chunk texts, straight from the database."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    out: dict[str, list[str]] = {}
+    for path, text in conn.execute(
+        "SELECT f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+        "ORDER BY f.path, c.chunk_index"
+    ):
+        out.setdefault(path, []).append(text)
+    conn.close()
+    return out
+
+
+def chunk_ids(index: Path) -> set[int]:
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
+    conn.close()
+    return ids
+
+
+HOLD_LOCK = """
+import os, sys
+from pathlib import Path
+from micro_rag_mcp.core.fsutil import WriterLock
+path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
+lock = WriterLock(path); lock.acquire()
+lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
+print("locked", flush=True)
+sys.stdin.read()  # held until the test closes our stdin or kills us
+"""
+
+
+def hold_lock(path: Path) -> subprocess.Popen[bytes]:
+    """Another process that holds the write lock at ``path`` (reading 3/7) until killed."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+    return holder

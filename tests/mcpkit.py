@@ -60,21 +60,41 @@ async def wait_idle(client: Client) -> dict[str, Any]:
     return await wait_for_index(client, idle, "the index became idle")
 
 
-def run_client(fn: Callable[[Client], Awaitable[Any]], data: Path, **settings: Any) -> Any:
-    """``fn(client)`` against a server for ``data`` (fake embedder), once it is idle."""
+async def wait_complete(client: Client, timeout: float = 120.0) -> dict[str, Any]:
+    """Search until the index is idle with every vector made (the real model: a first
+    index of a few files can take a while on a loaded machine); the index block then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        index = await index_state(client)
+        if complete(index) or (idle(index) and index["chunks_total"] == 0):
+            return index
+        assert time.monotonic() < deadline, f"within {timeout:g} s: never complete: {index}"
+        await anyio.sleep(0.2)
+
+
+def run_client(
+    fn: Callable[[Client], Awaitable[Any]],
+    data: Path,
+    client_options: dict[str, Any] | None = None,
+    **settings: Any,
+) -> Any:
+    """``fn(client)`` against a server for ``data`` (fake embedder), once it is idle;
+    ``client_options`` go to the SDK's ``Client``."""
     config = make_settings(data, **settings)
 
     async def main() -> Any:
-        async with Client(build_server(config, FakeEmbedder)) as client:
+        async with Client(build_server(config, FakeEmbedder), **(client_options or {})) as client:
             await wait_idle(client)
             return await fn(client)
 
     return anyio.run(main)
 
 
-def stdio_params(data: Path, *extra: str) -> StdioServerParameters:
+def stdio_params(
+    data: Path, *extra: str, title: str = "Docs", inst: str = "Search the docs."
+) -> StdioServerParameters:
     """The real server (``python -m micro_rag_mcp``) on ``data``, as a subprocess."""
-    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", "Docs", "--inst", "x"]
+    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", title, "--inst", inst]
     return StdioServerParameters(
         command=sys.executable, args=[*args, *extra], env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )

@@ -18,7 +18,7 @@ from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.vectors import VectorStore
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
-from tests.test_indexer import write
+from tests.indexkit import write
 
 DIMENSION = 32
 FROM = 200  # vectors from which the stores below use the graph

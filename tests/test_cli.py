@@ -21,7 +21,7 @@ import pytest
 
 from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
 from tests.docfactory import make_pdf
-from tests.test_server import hold_lock
+from tests.indexkit import hold_lock
 
 ANSI = "\x1b["
 

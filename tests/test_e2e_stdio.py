@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,29 +23,7 @@ from tests.formatfactory import (
     make_xlsx,
     md_cell,
 )
-
-
-def server_params(
-    data: Path, *extra: str, title: str = "Docs", inst: str = "Search the docs."
-) -> StdioServerParameters:
-    args = ["-m", "micro_rag_mcp", "--data-folder", str(data), "--title", title, "--inst", inst]
-    return StdioServerParameters(
-        command=sys.executable,
-        args=[*args, *extra],
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-async def wait_idle(client: Client, timeout: float = 120.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        out = (await client.call_tool("search", {"query": "status"})).structured_content
-        index = out["index"]  # type: ignore[index]
-        done = index["chunks_with_vectors"] == index["chunks_total"]
-        if not index["indexing"] and index["model"] == "ready" and done:
-            return index  # type: ignore[no-any-return]
-        assert time.monotonic() < deadline, f"never idle: {index}"
-        await anyio.sleep(0.2)
+from tests.mcpkit import stdio_params, wait_complete
 
 
 async def reindex(client: Client, **arguments: Any) -> dict[str, Any]:
@@ -96,10 +72,10 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
 
     async def main() -> None:
         # Not watched: the counts of the reindex below are this call's alone.
-        async with Client(server_params(data, "--no-watch"), mode="legacy") as client:
+        async with Client(stdio_params(data, "--no-watch"), mode="legacy") as client:
             assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS  # initialize
             assert client.instructions == "Search the docs."
-            index = await wait_idle(client)
+            index = await wait_complete(client)
             assert (index["files_indexed"], index["files_failed"]) == (4, 0)
             assert index["watch"] == "off"
 
@@ -125,7 +101,7 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
 
             assert "notes.md" not in await top_paths(client, "tomatoes sunlight watering", 5)
             assert (await top_paths(client, "whisk eggs and sugar"))[0] == "recipe.txt"
-            after = await wait_idle(client)
+            after = await wait_complete(client)
             assert after["files_indexed"] == 3
 
     anyio.run(main)
@@ -136,7 +112,7 @@ def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> N
     for folder in (data, home, tmp):
         folder.mkdir()
     (data / "notes.md").write_text("# Garden\n\nTomatoes need six hours of sunlight.\n")
-    params = server_params(data)
+    params = stdio_params(data)
     # Caches and telemetry follow HOME (or XDG_*); libraries can be told off by ORT_*.
     inherited = {k: v for k, v in (params.env or {}).items() if not k.startswith(("XDG_", "ORT_"))}
     params.env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp)}
@@ -145,7 +121,7 @@ def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> N
 
     async def main() -> None:
         async with Client(params) as client:
-            await wait_idle(client)
+            await wait_complete(client)
             assert await top_paths(client, "tomatoes and sunlight") == ["notes.md"]
 
     anyio.run(main)
@@ -178,15 +154,15 @@ async def read_over_stdio(client: Client, hit: dict[str, Any]) -> None:
 
 def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
     async def first() -> None:
-        async with Client(server_params(mixed_folder)) as client:
-            await wait_idle(client)
+        async with Client(stdio_params(mixed_folder)) as client:
+            await wait_complete(client)
 
     async def second() -> dict[str, Any]:
-        async with Client(server_params(mixed_folder), mode="auto") as client:
+        async with Client(stdio_params(mixed_folder), mode="auto") as client:
             assert client.protocol_version in MODERN_PROTOCOL_VERSIONS  # server/discover
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"search", "reindex", "read"}
-            await wait_idle(client)
+            await wait_complete(client)
             return await reindex(client)
 
     anyio.run(first)
@@ -274,7 +250,7 @@ def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
     (beta / "islands.md").write_text("Beta's secret island has a volcano and a lagoon.")
 
     def params(folder: Path, inst: str) -> StdioServerParameters:
-        return server_params(folder, title="Secret Islands", inst=inst)
+        return stdio_params(folder, title="Secret Islands", inst=inst)
 
     async def main() -> None:
         async with (
@@ -283,8 +259,8 @@ def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
         ):
             assert a.server_info is not None and a.server_info.name == "Secret Islands"
             assert b.instructions == "Team Beta\nwrite-enabled\nmanual refresh"
-            await wait_idle(a)
-            await wait_idle(b)
+            await wait_complete(a)
+            await wait_complete(b)
             assert await top_paths(a, "secret island", 5) == ["islands.txt"]
             assert await top_paths(b, "secret island", 5) == ["islands.md"]
 
@@ -320,8 +296,8 @@ def test_a_passage_of_every_format_is_found_with_its_locator(tmp_path: Path) -> 
     }
 
     async def main() -> dict[str, dict[str, Any]]:
-        async with Client(server_params(data)) as client:
-            await wait_idle(client)
+        async with Client(stdio_params(data)) as client:
+            await wait_complete(client)
             found = {}
             for word in expected:
                 out = await client.call_tool("search", {"query": word, "top_k": 1})

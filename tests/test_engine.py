@@ -17,8 +17,7 @@ from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.model.handle import ModelHandle
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-from tests.indexkit import chunk_keys, vector_ids
-from tests.test_indexer import catalog_rows, write
+from tests.indexkit import catalog_rows, chunk_keys, vector_ids, write
 
 
 def test_model_handle_loads_once_in_the_background_and_reports_its_state() -> None:

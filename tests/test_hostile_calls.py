@@ -16,7 +16,7 @@ from mcp import Client
 from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
-from tests.test_server import wait_idle
+from tests.mcpkit import wait_idle
 
 FTS_SYNTAX = ['"', "NEAR(", "AND", "OR", "NOT", "*", "-", "^", ":", "(", ")", "{", "}", "+"]
 GLOBS = [

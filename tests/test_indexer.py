@@ -20,35 +20,7 @@ from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import embedding_text
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
-from tests.indexkit import chunk_keys, vector_ids
-
-
-def write(path: Path, text: str, mtime: float | None = None) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    if mtime is not None:
-        os.utime(path, (mtime, mtime))
-    return path
-
-
-def catalog_rows(index: Path) -> dict[str, list[str]]:
-    """path -> chunk texts, straight from the database."""
-    conn = sqlite3.connect(index / "catalog.sqlite3")
-    out: dict[str, list[str]] = {}
-    for path, text in conn.execute(
-        "SELECT f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
-        "ORDER BY f.path, c.chunk_index"
-    ):
-        out.setdefault(path, []).append(text)
-    conn.close()
-    return out
-
-
-def chunk_ids(index: Path) -> set[int]:
-    conn = sqlite3.connect(index / "catalog.sqlite3")
-    ids = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
-    conn.close()
-    return ids
+from tests.indexkit import catalog_rows, chunk_ids, chunk_keys, vector_ids, write
 
 
 def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(

@@ -26,8 +26,7 @@ from micro_rag_mcp.local.pipeline import Steps
 from micro_rag_mcp.local.vectors import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-from tests.indexkit import chunk_keys, vector_ids
-from tests.test_indexer import catalog_rows, chunk_ids, write
+from tests.indexkit import catalog_rows, chunk_ids, chunk_keys, vector_ids, write
 
 FILES = 3 * EMBED_BATCH
 LAST = f"note{FILES - 1:03d}.txt"

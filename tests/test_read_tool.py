@@ -8,14 +8,14 @@ from typing import Any
 from mcp import Client
 
 from tests.docfactory import make_pdf
-from tests.test_server import run
+from tests.mcpkit import run_client
 
 
 def test_read_is_listed_read_only_with_bounded_arguments(data: Path) -> None:
     async def check(client: Client) -> Any:
         return {t.name: t for t in (await client.list_tools()).tools}["read"]
 
-    tool = run(check, data)
+    tool = run_client(check, data)
     props = tool.input_schema["properties"]
     assert tool.input_schema["required"] == ["path"]
     assert tool.input_schema["additionalProperties"] is False
@@ -43,7 +43,7 @@ def test_read_a_pdf_page_then_a_text_range_and_continue_from_next(data: Path) ->
         )
         return [top, page, first, second, again]
 
-    top, page, first, second, again = run(check, data)
+    top, page, first, second, again = run_client(check, data)
     out = page.structured_content
     assert out["text"] == "The Hindenburg burned at Lakehurst in 1937." and out["page"] == 2
     assert out["next_char_start"] is None and out["line_start"] is None
@@ -67,7 +67,7 @@ def test_read_refuses_unknown_and_outside_paths_in_one_sentence(data: Path) -> N
             await client.call_tool("read", {"path": "notes.txt", "char_start": "3"}),
         ]
 
-    texts = [r.content[0].text for r in run(check, data) if r.is_error]
+    texts = [r.content[0].text for r in run_client(check, data) if r.is_error]
     assert texts == [
         'Error executing tool read: no file "missing/report.pdf" in the index; paths are '
         "relative to the data folder, as search returns them",

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,29 +17,8 @@ from micro_rag_mcp.core.settings import DOC_EXTS
 from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
-
-
-def run(fn: Callable[[Client], Awaitable[Any]], data: Path, **kw: Any) -> Any:
-    settings = make_settings(data, instructions=kw.pop("instructions", "Search the docs."))
-
-    async def main() -> Any:
-        async with Client(build_server(settings, FakeEmbedder), **kw) as client:
-            await wait_idle(client)
-            return await fn(client)
-
-    return anyio.run(main)
-
-
-async def wait_idle(client: Client, timeout: float = 30.0) -> dict[str, Any]:
-    """Poll search until the start-up reindex has finished."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await client.call_tool("search", {"query": "ping"})
-        index = result.structured_content["index"]  # type: ignore[index]
-        if not index["indexing"] and index["model"] == "ready":
-            return index  # type: ignore[no-any-return]
-        assert time.monotonic() < deadline, f"index never became idle: {index}"
-        await anyio.sleep(0.05)
+from tests.indexkit import hold_lock
+from tests.mcpkit import run_client
 
 
 def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) -> None:
@@ -60,7 +37,7 @@ def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) 
         assert tools["search"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert "files_failed" in tools["reindex"].output_schema["properties"]  # type: ignore[index]
 
-    run(check, data)
+    run_client(check, data)
 
 
 def test_instructions_are_passed_verbatim(data: Path) -> None:
@@ -69,7 +46,7 @@ def test_instructions_are_passed_verbatim(data: Path) -> None:
     async def check(client: Client) -> str | None:
         return client.instructions
 
-    assert run(check, data, instructions=inst) == inst
+    assert run_client(check, data, instructions=inst) == inst
 
 
 @pytest.mark.parametrize(
@@ -91,7 +68,7 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
     async def check(client: Client) -> Any:
         return await client.call_tool("search", args)
 
-    result = run(check, data)
+    result = run_client(check, data)
     assert result.is_error
     assert needle in result.content[0].text
 
@@ -140,7 +117,7 @@ def test_arguments_are_taken_exactly_as_the_schema_says_and_refused_in_one_sente
     async def check(client: Client) -> Any:
         return await client.call_tool(tool, args)
 
-    result = run(check, data)
+    result = run_client(check, data)
     assert result.is_error
     assert result.content[0].text == f"Error executing tool {tool}: {sentence}"
 
@@ -149,7 +126,7 @@ def test_every_problem_with_the_arguments_is_one_line(data: Path) -> None:
     async def check(client: Client) -> Any:
         return await client.call_tool("search", {"query": "", "top_k": "9", "k": 1})
 
-    text = run(check, data).content[0].text
+    text = run_client(check, data).content[0].text
     assert text.splitlines() == [
         'Error executing tool search: query must contain some text (got "")',
         'top_k must be an integer (got "9")',
@@ -169,7 +146,7 @@ def test_numbers_follow_json_and_strings_stay_strings(data: Path) -> None:
             await client.call_tool("reindex", {"path_glob": "[1]", "force": False}),
         ]
 
-    by_int, integral_float, null_glob, json_like_glob = run(check, data)
+    by_int, integral_float, null_glob, json_like_glob = run_client(check, data)
     assert [r["path"] for r in by_int.structured_content["results"]] == ["a.txt"]
     assert not integral_float.is_error, integral_float.content
     # A glob is a glob, even when it reads as JSON: "null" is not "no glob".
@@ -184,7 +161,7 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     async def check(client: Client) -> Any:
         return await client.call_tool("search", {"query": "Hindenburg", "score_threshold": 0.0})
 
-    result = run(check, data)
+    result = run_client(check, data)
     out = result.structured_content
     top = out["results"][0]
     assert top["path"] == "zeppelin.md" and top["ext"] == ".md"
@@ -210,7 +187,7 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
         (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
         return await client.call_tool("reindex", {}, progress_callback=progress)
 
-    out = run(check, data).structured_content
+    out = run_client(check, data).structured_content
     assert (out["files_added"], out["files_unchanged"]) == (1, 1)
     assert [f["path"] for f in out["files_failed"]] == ["broken.pdf"]
     assert out["chunks_total"] == 2
@@ -247,7 +224,7 @@ def test_a_glob_that_matches_no_file_says_so(data: Path, glob: str, notice: str)
             await client.call_tool("reindex", {}),
         ]
 
-    empty, matching, whole = (r.structured_content for r in run(check, data))
+    empty, matching, whole = (r.structured_content for r in run_client(check, data))
     assert empty["notices"] == [notice]
     counts = ["files_added", "files_updated", "files_removed", "files_unchanged"]
     assert [empty[c] for c in counts] == [0, 0, 0, 0] and empty["files_failed"] == []
@@ -259,7 +236,7 @@ def test_reindex_refuses_a_glob_leaving_the_folder(data: Path) -> None:
     async def check(client: Client) -> Any:
         return await client.call_tool("reindex", {"path_glob": "../*"})
 
-    result = run(check, data)
+    result = run_client(check, data)
     assert result.is_error and "leave the data folder" in result.content[0].text
 
 
@@ -321,27 +298,6 @@ def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> Non
     lock = WriterLock(data / "index" / "index.lock")
     lock.acquire()
     lock.release()
-
-
-HOLD_LOCK = """
-import os, sys
-from pathlib import Path
-from micro_rag_mcp.core.fsutil import WriterLock
-path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
-lock = WriterLock(path); lock.acquire()
-lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
-print("locked", flush=True)
-sys.stdin.read()  # held until the test closes our stdin or kills us
-"""
-
-
-def hold_lock(path: Path) -> subprocess.Popen[bytes]:
-    """Another process that holds the write lock at ``path`` (reading 3/7) until killed."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
-    return holder
 
 
 class Opened:

@@ -23,7 +23,7 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
-from tests.test_e2e_stdio import server_params
+from tests.mcpkit import stdio_params
 
 CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
@@ -44,7 +44,7 @@ class Server:
     """The server as a client would start it, with its stderr collected line by line."""
 
     def __init__(self, data: Path, *flags: str) -> None:
-        params = server_params(data, *flags)
+        params = stdio_params(data, *flags)
         self.proc = subprocess.Popen(
             [params.command, *params.args],
             env=params.env,

@@ -12,7 +12,7 @@ import anyio
 from mcp import Client
 
 from micro_rag_mcp.core.fsutil import lock_is_held, read_progress
-from tests.test_e2e_stdio import server_params, wait_idle
+from tests.mcpkit import stdio_params, wait_complete
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 
@@ -43,12 +43,12 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
     lock = data / "index" / "index.lock"
 
     async def main() -> None:
-        async with Client(server_params(data)) as writer:
+        async with Client(stdio_params(data)) as writer:
             deadline = time.monotonic() + 60
             while not (await state(writer))["indexing"]:
                 assert time.monotonic() < deadline
                 await anyio.sleep(0.05)
-            async with Client(server_params(data), mode="legacy") as reader:
+            async with Client(stdio_params(data), mode="legacy") as reader:
                 seen: list[int] = []
                 while True:  # the reader searches while the writer commits
                     s = await state(reader)
@@ -70,7 +70,7 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 
                 report = await reader.call_tool("reindex", {})  # the lock is free
                 assert not report.is_error, report.content
-                final = await wait_idle(reader)
+                final = await wait_complete(reader)
                 assert final["files_indexed"] == 40
                 assert final["chunks_with_vectors"] == final["chunks_total"] > 0
                 hits = await reader.call_tool("search", {"query": "coral report", "top_k": 3})

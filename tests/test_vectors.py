@@ -12,7 +12,7 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
 from micro_rag_mcp.local.vectors import VectorStore
 from tests.fakes import FakeEmbedder
-from tests.test_indexer import write
+from tests.indexkit import write
 
 
 def _unit_rows(n: int, dimension: int = 64) -> np.ndarray:

@@ -25,8 +25,8 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING
 from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
-from tests.test_e2e_stdio import server_params, wait_idle
-from tests.test_indexer import catalog_rows, write
+from tests.indexkit import catalog_rows, write
+from tests.mcpkit import stdio_params, wait_complete
 
 
 def paths_for(engine: Engine, query: str) -> list[str]:
@@ -319,8 +319,8 @@ def test_the_server_over_stdio_finds_a_file_written_after_it_started(tmp_path: P
     write(data / "seed.md", "# Seeds\n\nSunflower seeds are rich in oil.")
 
     async def main() -> None:
-        async with Client(server_params(data)) as client:
-            index = await wait_idle(client)
+        async with Client(stdio_params(data)) as client:
+            index = await wait_complete(client)
             assert index["watch"] == "watching" and index["files_indexed"] == 1
             write(data / "later" / "comet.txt", "Halley's comet returns every 76 years.")
             deadline = time.monotonic() + DEADLINE_S
@@ -332,7 +332,7 @@ def test_the_server_over_stdio_finds_a_file_written_after_it_started(tmp_path: P
                     break
                 assert time.monotonic() < deadline, f"never found: {out.structured_content}"
                 await anyio.sleep(0.1)
-            index = await wait_idle(client)
+            index = await wait_complete(client)
             assert index["files_indexed"] == 2 and index["queued"] == 0
 
     anyio.run(main)

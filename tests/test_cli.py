@@ -165,7 +165,7 @@ def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
             pass
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
     stdout, _ = waiting.communicate(timeout=300)
     assert waiting.returncode == 0
     assert "unchanged  3" in stdout
@@ -289,7 +289,7 @@ def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path:
         ]
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
 
 
 class _StopRecorder:

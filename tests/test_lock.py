@@ -46,7 +46,7 @@ def dead_holder(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "index.lock"
     holder = hold(path)
     holder.kill()
-    holder.wait()  # reaped: the kernel has closed its files and dropped its lock
+    holder.communicate()  # reaped: the kernel has closed its files and dropped its lock
     assert read_progress(path) == {
         "pid": holder.pid,
         "phase": "embedding",
@@ -110,7 +110,7 @@ def test_a_held_lock_means_a_reindex_runs_even_before_its_record(tmp_path: Path)
             WriterLock(path).acquire()
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
     assert not lock_is_held(path)
 
 

@@ -290,7 +290,7 @@ def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> Non
         result = anyio.run(main)
     finally:
         holder.kill()
-        holder.wait()
+        holder.communicate()
     assert result.is_error
     text = result.content[0].text
     assert "already running" in text and "reading 3/7" in text

@@ -53,9 +53,16 @@ def indexed(engine: Engine, data: Path) -> Iterator[tuple[Engine, Catalog, Vecto
 
 
 def search_with_vectors(
-    catalog: Catalog, store: VectorStore, query: str, keep: set[int], **params: object
+    catalog: Catalog,
+    store: VectorStore,
+    query: str,
+    keep: set[int],
+    *,
+    embed_now: bool = False,
+    **params: object,
 ) -> list[Hit]:
-    """The hybrid search over an index in which only the ``keep`` chunks have a vector."""
+    """The hybrid search over an index in which only the ``keep`` chunks have a vector;
+    ``embed_now``: the model embeds the best keyword candidates that have none."""
     partial = VectorStore.load(store.path, store.dimension)
     partial.remove([int(i) for i in store.ids() if int(i) not in keep])
     return hybrid_search(
@@ -66,12 +73,18 @@ def search_with_vectors(
         top_k=5,
         score_threshold=0.2,
         params=SearchParams(**params),  # type: ignore[arg-type]
+        embed=FakeEmbedder().embed_documents if embed_now else None,
     ).hits
 
 
 def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:
-    """Every chunk's file (the saved store holds a vector of each)."""
-    return {cid: chunk.path for cid, chunk in catalog.fetch(store.ids().tolist()).items()}
+    """The file of each saved vector, by the vector's key (the ids ``keep`` names)."""
+    ids, keys = catalog.id_keys()
+    rows = catalog.fetch(ids.tolist())
+    saved = set(store.ids().tolist())
+    paths = {int(k): rows[int(c)].path for c, k in zip(ids, keys, strict=True) if int(c) in rows}
+    assert set(paths) == saved  # every chunk's vector is saved, and no other
+    return paths
 
 
 @pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 0.9, 1.0])
@@ -99,6 +112,20 @@ def test_a_keyword_match_without_a_vector_is_not_buried_under_similar_passages(
     assert hits[0].score is None  # no vector: no cosine is made up for it
     assert hits[0].channels == ("keyword",)
     assert all(h.score is not None and "vector" in h.channels for h in hits[1:])
+
+
+def test_the_best_keyword_matches_without_a_vector_are_embedded_with_the_query(
+    indexed: tuple[Engine, Catalog, VectorStore],
+) -> None:
+    _, catalog, store = indexed
+    paths = path_of_ids(catalog, store)
+    keep = {cid for cid, path in paths.items() if path != "stanley-cups.txt"}
+    query = "Maple Leafs payment service deploy"
+    at_rest = search_with_vectors(catalog, store, query, set(paths))
+    hits = search_with_vectors(catalog, store, query, keep, embed_now=True)
+    assert [h.chunk.path for h in hits] == [h.chunk.path for h in at_rest]
+    assert hits[0].chunk.path == "stanley-cups.txt" and hits[0].channels == ("keyword",)
+    assert hits[0].score == pytest.approx(at_rest[0].score)  # its cosine, as at rest
 
 
 def test_a_passage_without_a_vector_is_judged_by_its_files_opening() -> None:

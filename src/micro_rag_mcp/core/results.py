@@ -183,6 +183,6 @@ def state_notices(state: IndexState) -> list[str]:
     if missing > 0 and state.model is ModelState.READY:
         notices.append(
             f"{missing} of {state.chunks_total} chunks have no vector yet; "
-            "those can only match by keyword and carry no score"
+            "those match by keyword, and only the best few carry a score"
         )
     return notices

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
@@ -41,6 +41,10 @@ from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _T = TypeVar("_T")
 
@@ -149,7 +153,12 @@ class EngineAnswers:
         keys = within.keys if within is not None else None
         hits = store.search(query_vector, self.params.depth, keys)
         chunks = within.chunk_ids if within is not None else None
-        return embedder, VectorSide(store, query_vector, hits, chunks)
+
+        def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            # In a search thread, as the query is embedded.
+            return self._beside(embedder.embed_documents, texts).result()
+
+        return embedder, VectorSide(store, query_vector, hits, chunks, embed)
 
     def _beside(self, fn: Callable[..., _T], *args: object) -> Future[_T]:
         """``fn(*args)`` in the search threads (here, once the engine is stopping)."""

@@ -10,8 +10,9 @@ finds nothing adds nothing to anyone.
 found it, so ``score_threshold`` means one thing. The threshold cuts only passages the
 keyword channel did not find: a passage that contains the query's words is kept on that
 evidence (an identifier, a name, a word in a script the vector model does not know can
-have a low cosine and still be exactly what was asked for). A chunk with no vector yet
-(indexing in progress) carries no score.
+have a low cosine and still be exactly what was asked for). While vectors are being made,
+the best keyword candidates that have none are embedded with the query (``EMBED_NOW``);
+any other chunk with no vector yet carries no score.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from micro_rag_mcp.search.terms import (
     searched_terms,
 )
 from micro_rag_mcp.text.cjk import query_grams
+from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,15 +43,23 @@ if TYPE_CHECKING:
 DEFAULT_PARAMS = SearchParams()
 
 
+# While vectors are being made, the best keyword candidates without one (and their files'
+# first chunks) are embedded with the query, this many at most: they are then ranked as
+# they will be once the index is complete, for a fraction of a second per search.
+EMBED_NOW = 8
+
+
 @dataclass(frozen=True, slots=True)
 class VectorSide:
     """The vector channel's part of one search: the store, the query's vector, its hits
-    (vector keys, see ``vector_text``). Chunks are found through the keys they carry."""
+    (vector keys, see ``vector_text``). Chunks are found through the keys they carry.
+    ``embed`` (the model's, if given) makes the vectors of passages that have none yet."""
 
     store: VectorStore
     query_vector: npt.NDArray[np.float32]
     hits: list[tuple[int, float]]
     within: npt.NDArray[np.int64] | None = None  # a scope's chunk ids, sorted
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]] | None = None
 
     def chunk_hits(self, catalog: Catalog, limit: int) -> list[tuple[int, float]]:
         """The hits as chunks, best first: every chunk of a hit's text (in the scope, if
@@ -73,6 +83,19 @@ class VectorSide:
         cosine = self.store.similarity(self.query_vector, list(set(keys.values())))
         return {cid: cosine[key] for cid, key in keys.items() if key in cosine}
 
+    def embedded(self, catalog: Catalog, ids: Sequence[int]) -> dict[int, float]:
+        """The query's cosine to each given chunk, its text embedded now (no ``embed``:
+        none). For the few passages a search needs before the pass gets to them."""
+        if self.embed is None or not ids:
+            return {}
+        texts = catalog.chunk_texts(ids)
+        found = [cid for cid in dict.fromkeys(ids) if cid in texts]
+        if not found:
+            return {}
+        vectors = self.embed([embedding_text(texts[c][1], texts[c][2]) for c in found])
+        cosine = vectors @ self.query_vector
+        return {cid: float(score) for cid, score in zip(found, cosine.tolist(), strict=True)}
+
 
 def hybrid_search(
     catalog: Catalog,
@@ -84,9 +107,11 @@ def hybrid_search(
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
     within: Resolved | None = None,
+    embed: Callable[[Sequence[str]], npt.NDArray[np.float32]] | None = None,
 ) -> Found:
     """The best ``top_k`` chunks for the query, from every channel that is available
-    (from the files of ``within`` only, if given).
+    (from the files of ``within`` only, if given; ``embed``: the model's, to embed the
+    best keyword candidates that have no vector yet).
 
     Candidates are fused first; rows (text and citation) are then fetched best first, a
     window at a time, until ``top_k`` pass the threshold, all in one read snapshot.
@@ -96,7 +121,7 @@ def hybrid_search(
         keys = within.keys if within is not None else None
         hits = vectors.search(query_vector, params.depth, keys)
         chunks = within.chunk_ids if within is not None else None
-        side = VectorSide(vectors, query_vector, hits, chunks)
+        side = VectorSide(vectors, query_vector, hits, chunks, embed)
     return search_beside(
         catalog,
         query,
@@ -136,11 +161,16 @@ def search_beside(
             # Keyword candidates get their cosine too: the threshold and the fusion use it.
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
             cosine.update(side.similarity(catalog, unscored))
+            best = [cid for cid, _ in keyword_hits if cid not in cosine][:EMBED_NOW]
+            cosine.update(side.embedded(catalog, best))
             if params.fusion != "rrf" and params.head_weight != 0:
                 # Every candidate's: a passage without a vector is judged by its file's.
                 heads = catalog.head_ids(list(cosine.keys() | {cid for cid, _ in keyword_hits}))
                 missing = [h for h in set(heads.values()) if h not in cosine]
                 head_cosine = side.similarity(catalog, missing)
+                known = cosine.keys() | head_cosine.keys()
+                lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
+                head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
         ranking = fuse(
             Candidates(
                 vector=vector_hits,

@@ -57,10 +57,10 @@ def chunk_ids(index: Path) -> set[int]:
 HOLD_LOCK = """
 import os, sys
 from pathlib import Path
-from micro_rag_mcp.core.fsutil import WriterLock
+from micro_rag_mcp.core.fsutil import LockRecord, WriterLock
 path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
 lock = WriterLock(path); lock.acquire()
-lock.report({"pid": os.getpid(), "phase": "reading", "done": 3, "total": 7})
+lock.report(LockRecord(os.getpid(), "reading", 3, 7))
 print("locked", flush=True)
 sys.stdin.read()  # held until the test closes our stdin or kills us
 """

@@ -14,6 +14,7 @@ import pytest
 
 from micro_rag_mcp.core.errors import IndexBusy
 from micro_rag_mcp.core.fsutil import (
+    LockRecord,
     WriterLock,
     describe_holder,
     holder_progress,
@@ -24,9 +25,9 @@ from micro_rag_mcp.core.fsutil import (
 HOLD = """
 import os, sys
 from pathlib import Path
-from micro_rag_mcp.core.fsutil import WriterLock
+from micro_rag_mcp.core.fsutil import LockRecord, WriterLock
 lock = WriterLock(Path(sys.argv[1])); lock.acquire()
-lock.report({"pid": os.getpid(), "phase": "embedding", "done": 1234567, "total": 7654321})
+lock.report(LockRecord(os.getpid(), "embedding", 1234567, 7654321))
 print("locked", flush=True)
 sys.stdin.read()  # held until the test closes our stdin or kills us
 """
@@ -47,12 +48,7 @@ def dead_holder(tmp_path: Path) -> Iterator[Path]:
     holder = hold(path)
     holder.kill()
     holder.communicate()  # reaped: the kernel has closed its files and dropped its lock
-    assert read_progress(path) == {
-        "pid": holder.pid,
-        "phase": "embedding",
-        "done": 1234567,
-        "total": 7654321,
-    }
+    assert read_progress(path) == LockRecord(holder.pid, "embedding", 1234567, 7654321)
     yield path
 
 
@@ -78,14 +74,9 @@ def test_a_reader_probing_the_lock_is_not_taken_for_a_writer(dead_holder: Path) 
 
 def test_a_new_holder_writes_its_record_over_a_longer_stale_one(dead_holder: Path) -> None:
     with WriterLock(dead_holder) as lock:
-        assert read_progress(dead_holder) == {"pid": lock.pid, "phase": "starting"}
-        lock.report({"pid": lock.pid, "phase": "reading", "done": 1, "total": 2})
-        assert read_progress(dead_holder) == {
-            "pid": lock.pid,
-            "phase": "reading",
-            "done": 1,
-            "total": 2,
-        }
+        assert read_progress(dead_holder) == LockRecord(lock.pid, "starting")
+        lock.report(LockRecord(lock.pid, "reading", 1, 2))
+        assert read_progress(dead_holder) == LockRecord(lock.pid, "reading", 1, 2)
     assert read_progress(dead_holder) is None
     assert not lock_is_held(dead_holder)
 
@@ -104,7 +95,7 @@ def test_a_held_lock_means_a_reindex_runs_even_before_its_record(tmp_path: Path)
     holder = hold(path, FLOCK_ONLY)
     try:
         assert lock_is_held(path)
-        assert holder_progress(path) == {}
+        assert holder_progress(path) == LockRecord()
         assert "already running" in describe_holder(path)
         with pytest.raises(IndexBusy, match="already running"):
             WriterLock(path).acquire()
@@ -120,16 +111,19 @@ def test_progress_record_is_written_for_each_phase_and_its_end_not_for_every_ste
     path = tmp_path / "index.lock"
     with WriterLock(path, report_every_s=3600) as lock:
 
-        def record(phase: str, done: int, total: int) -> dict[str, object] | None:
-            lock.report({"pid": lock.pid, "phase": phase, "done": done, "total": total})
+        def record(phase: str, done: int, total: int) -> LockRecord | None:
+            lock.report(LockRecord(lock.pid, phase, done, total))
             return read_progress(path)
 
-        assert record("reading", 1, 10) == {
-            "pid": lock.pid,
-            "phase": "reading",
-            "done": 1,
-            "total": 10,
-        }
-        assert record("reading", 2, 10)["done"] == 1  # type: ignore[index]  # too soon
-        assert record("reading", 10, 10)["done"] == 10  # type: ignore[index]  # the phase's end
-        assert record("embedding", 0, 5)["phase"] == "embedding"  # type: ignore[index]
+        assert record("reading", 1, 10) == LockRecord(lock.pid, "reading", 1, 10)
+        assert record("reading", 2, 10) == LockRecord(lock.pid, "reading", 1, 10)  # too soon
+        assert record("reading", 10, 10) == LockRecord(lock.pid, "reading", 10, 10)  # its end
+        assert record("embedding", 0, 5) == LockRecord(lock.pid, "embedding", 0, 5)
+
+
+def test_a_record_another_program_wrote_is_read_for_what_it_holds_of_ours(tmp_path: Path) -> None:
+    path = tmp_path / "index.lock"
+    path.write_text('{"pid": "12", "phase": 3, "done": true, "total": 9, "extra": 1}\n')
+    assert read_progress(path) == LockRecord(total=9)
+    path.write_text("[1, 2]\n")
+    assert read_progress(path) is None

@@ -87,10 +87,10 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 async def writer_pid(lock: Path) -> int:
     """The pid the running writer wrote in its lock's record."""
     deadline = time.monotonic() + 60
-    while not (record := read_progress(lock)) or "pid" not in record:
+    while (record := read_progress(lock)) is None or record.pid is None:
         assert time.monotonic() < deadline, f"no readable record in {lock}"
         await anyio.sleep(0.02)
-    return int(record["pid"])
+    return record.pid
 
 
 def _only_broken_pipes(e: BaseException) -> bool:

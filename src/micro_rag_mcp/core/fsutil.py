@@ -10,8 +10,8 @@ import os
 import re
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from micro_rag_mcp.core.errors import IndexBusy, IndexWriteError
 
@@ -46,6 +46,38 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class LockRecord:
+    """What the holder of the writer's lock says of its pass: its process, its phase and
+    how far it is (each unknown until written; a record another program wrote is read
+    for what it holds of these, and nothing else)."""
+
+    pid: int | None = None
+    phase: str | None = None
+    done: int | None = None
+    total: int | None = None
+
+    def json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, sort_keys=True)
+
+    @classmethod
+    def parsed(cls, data: object) -> LockRecord | None:
+        if not isinstance(data, dict):
+            return None
+
+        def number(key: str) -> int | None:
+            value = data.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        phase = data.get("phase")
+        return cls(
+            number("pid"),
+            phase if isinstance(phase, str) else None,
+            number("done"),
+            number("total"),
+        )
 
 
 class WriterLock:
@@ -98,9 +130,9 @@ class WriterLock:
         # A killed holder's record may be longer than ours: pad over all of it.
         with contextlib.suppress(OSError):
             self._width = os.fstat(fd).st_size
-        self.report({"pid": self.pid, "phase": "starting"})
+        self.report(LockRecord(self.pid, "starting"))
 
-    def report(self, progress: dict[str, Any]) -> None:
+    def report(self, progress: LockRecord) -> None:
         """Overwrite the progress record (best effort: a full disk must not stop indexing).
 
         Written in place over the old record, padded to its length, so a reader never
@@ -110,13 +142,13 @@ class WriterLock:
         """
         if self._fd is None:
             return
-        phase, now = progress.get("phase"), time.monotonic()
+        phase, now = progress.phase, time.monotonic()
         last_phase, last_at = self._reported
-        ends = progress.get("done") == progress.get("total")  # a phase's last record is kept
+        ends = progress.done == progress.total  # a phase's last record is kept
         if phase == last_phase and now - last_at < self.report_every_s and not ends:
             return
         self._reported = (phase, now)
-        body = json.dumps(progress, sort_keys=True)
+        body = progress.json()
         line = (body.ljust(self._width - 1) + "\n").encode()
         self._width = max(self._width, len(line))
         with contextlib.suppress(OSError):
@@ -163,16 +195,16 @@ def lock_is_held(path: Path) -> bool:
         os.close(fd)  # closing drops a shared lock we may have taken
 
 
-def read_progress(path: Path) -> dict[str, Any] | None:
+def read_progress(path: Path) -> LockRecord | None:
     """The progress record the lock holder wrote, if it can be read."""
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "null")
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return LockRecord.parsed(data)
 
 
-def holder_progress(path: Path) -> dict[str, Any] | None:
+def holder_progress(path: Path) -> LockRecord | None:
     """The progress of a reindex running in another process, or None if none runs.
 
     Whether one runs is the lock's answer; the record only says how far it is, and is
@@ -180,17 +212,18 @@ def holder_progress(path: Path) -> dict[str, Any] | None:
     """
     if not lock_is_held(path):
         return None
-    return read_progress(path) or {}
+    record = read_progress(path)
+    return record if record is not None else LockRecord()
 
 
 def describe_holder(path: Path) -> str:
     """A sentence saying who holds the lock and how far it is."""
     p = read_progress(path) if lock_is_held(path) else None
-    if not p:
+    if p is None or p == LockRecord():
         return "a reindex is already running on this index; try again when it finishes"
-    who = "this server" if p.get("pid") == os.getpid() else f"process {p.get('pid', '?')}"
-    phase = p.get("phase", "working")
-    done, total = p.get("done"), p.get("total")
+    who = "this server" if p.pid == os.getpid() else f"process {p.pid or '?'}"
+    phase = p.phase or "working"
+    done, total = p.done, p.total
     where = f" {done}/{total}" if done is not None and total else ""
     return (
         f"a reindex is already running on this index ({who}: {phase}{where}); "

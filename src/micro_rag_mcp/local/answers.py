@@ -247,14 +247,15 @@ class EngineAnswers:
         with_vectors = self._vectors.count(catalog, stats) if catalog is not None and stats else 0
         progress = self._writer.progress
         indexing = self._writer.running
-        phase = done = total = None
+        phase: str | None = None
+        done = total = None
         if progress is not None:
             phase, done, total = progress.phase, progress.done, progress.total
         elif not indexing:
             other = holder_progress(self.paths.lock)
             if other is not None:
                 indexing = True
-                phase, done, total = other.get("phase"), other.get("done"), other.get("total")
+                phase, done, total = other.phase, other.done, other.total
         return IndexState(
             indexing=indexing,
             phase=phase,

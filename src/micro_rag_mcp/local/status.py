@@ -97,13 +97,11 @@ def _writer(lock: Path) -> WriterInfo | None:
     progress = holder_progress(lock)
     if progress is None:
         return None
-    pid = progress.get("pid")
-    done, total = progress.get("done"), progress.get("total")
     return WriterInfo(
-        pid=pid if isinstance(pid, int) else None,
-        phase=str(progress.get("phase") or "starting"),
-        done=done if isinstance(done, int) else None,
-        total=total if isinstance(total, int) else None,
+        pid=progress.pid,
+        phase=progress.phase or "starting",
+        done=progress.done,
+        total=progress.total,
     )
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.core.errors import DataFolderGone, IndexBusy, IndexWriteError, Stopped
-from micro_rag_mcp.core.fsutil import WriterLock, describe_holder
+from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
@@ -203,7 +203,7 @@ class Writer:
             with self._changed:
                 turn.progress = p
                 self._changed.notify_all()
-            lock.report({"pid": lock.pid, "phase": p.phase, "done": p.done, "total": p.total})
+            lock.report(LockRecord(lock.pid, p.phase, p.done, p.total))
             if progress is not None:
                 progress(p)
 

@@ -10,6 +10,6 @@ from tests.crashkit import run_kills
 def test_reindex_killed_at_random_instants_leaves_an_index_that_opens_and_converges(
     tmp_path: Path,
 ) -> None:
-    killed, failures, reasons = run_kills(tmp_path / "docs", instants=25, seed=20261130)
+    killed, failures, reasons = run_kills(tmp_path / "docs", instants=15, seed=20261130)
     assert failures == 0, "\n".join(reasons)
-    assert killed >= 12, f"only {killed} of 25 runs were killed before finishing"
+    assert killed >= 7, f"only {killed} of 15 runs were killed before finishing"

@@ -173,6 +173,8 @@ def load(path: Path) -> LabSet:
         def find_class(self, module: str, name: str) -> Any:
             if module == "__main__":  # captured by ``python -m bench.fusion_lab``
                 module = __name__
+            if module in ("micro_rag_mcp.fusion", "micro_rag_mcp.search"):
+                module = "micro_rag_mcp.search.fusion"  # captured before the house step
             return super().find_class(module, name)
 
     with path.open("rb") as f:
@@ -303,16 +305,36 @@ def _identifiers(args: argparse.Namespace, embedder: Embedder) -> LabSet:
     return LabSet("identifiers", "identifiers", queries, qrels, cands, shares, paths, len(paths))
 
 
+def _notes(args: argparse.Namespace, embedder: Embedder) -> LabSet:
+    """The look-alike incident notes of ``bench.at_work`` (its complete index, the
+    ``snapshot`` folder of its work folder): each identifier alone and in a sentence."""
+    from bench.incident_notes import identifier_queries, make_notes
+
+    pairs = identifier_queries(make_notes(args.files))
+    queries = {str(i): q for i, (q, _) in enumerate(pairs)}
+    qrels = {str(i): {want: 1} for i, (_, want) in enumerate(pairs)}
+    docs, index = args.work / "docs", args.work / "index"
+    settings = Settings(data_folder=docs, index_folder=index, exts=(".txt",))
+    cands = capture(settings, embedder, queries)
+    paths = chunk_paths(index)
+    shares = term_shares(index, queries)
+    return LabSet("notes", "identifiers", queries, qrels, cands, shares, paths, len(paths))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.fusion_lab", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     cap = sub.add_parser("capture", help="record every query's candidates")
-    cap.add_argument("--kind", choices=("beir", "folder", "identifiers", "foreign"), required=True)
+    cap.add_argument(
+        "--kind", choices=("beir", "folder", "identifiers", "notes", "foreign"), required=True
+    )
     cap.add_argument("--dataset", type=Path)
     cap.add_argument("--qrels", default="qrels.tsv")
     cap.add_argument("--queries", default="queries.jsonl")
     cap.add_argument("--work", type=Path, required=True, help="the benchmark's work folder")
-    cap.add_argument("--files", type=int, default=300, help="identifiers: as bench.identifiers")
+    cap.add_argument(
+        "--files", type=int, default=300, help="identifiers, notes: as bench.identifiers, at_work"
+    )
     cap.add_argument("--tokens", type=int, default=50)
     cap.add_argument("--seed", type=int, default=5)
     cap.add_argument("--out", type=Path, required=True)
@@ -331,9 +353,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
     embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
-    make = {"beir": _beir, "folder": _folder, "identifiers": _identifiers, "foreign": _foreign}[
-        args.kind
-    ]
+    make = {
+        "beir": _beir,
+        "folder": _folder,
+        "identifiers": _identifiers,
+        "notes": _notes,
+        "foreign": _foreign,
+    }[args.kind]
     lab = make(args, embedder)
     with args.out.open("wb") as f:
         pickle.dump(lab, f)

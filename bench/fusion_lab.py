@@ -189,12 +189,18 @@ def load(path: Path) -> LabSet:
 
 # -- choosing the fusion's parameters, leave-one-collection-out ------------------------
 
-GRID: dict[str, tuple[Any, ...]] = {
-    "keyword_share": (0.55, 0.65),
-    "keyword_floor": (0.0, 0.05),
-    "lead_rank": (3, 5),
-    "agree_among": (5, 10),
-    "head_weight": (0.5, 1.0),
+GRIDS: dict[str, dict[str, tuple[Any, ...]]] = {
+    "adaptive": {
+        "keyword_share": (0.55, 0.65),
+        "keyword_floor": (0.0, 0.05),
+        "lead_rank": (3, 5),
+        "agree_among": (5, 10),
+        "head_weight": (0.5, 1.0),
+    },
+    "convex": {
+        "vector_share": (0.6, 0.65, 0.7, 0.75, 0.8, 0.85),
+        "head_weight": (0.25, 0.5, 1.0),
+    },
 }
 
 
@@ -207,13 +213,15 @@ def measure(lab: LabSet, params: SearchParams, only: str | None = None) -> float
     return sum(values) / len(values)
 
 
-def loco(labs: Sequence[LabSet], base: SearchParams) -> list[dict[str, Any]]:
+def loco(
+    labs: Sequence[LabSet], base: SearchParams, grid: Mapping[str, tuple[Any, ...]]
+) -> list[dict[str, Any]]:
     """For each set: the grid point that does best on all the OTHER sets (the smallest
     loss against each set's better single channel, then the mean), scored on it."""
     import itertools
 
-    keys = list(GRID)
-    points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*GRID.values())]
+    keys = list(grid)
+    points = [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
     single = {
         lab.name: max(measure(lab, base, only) for only in ("vector", "keyword")) for lab in labs
     }
@@ -340,10 +348,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cap.add_argument("--out", type=Path, required=True)
     choose = sub.add_parser("loco", help="choose the parameters leave-one-collection-out")
     choose.add_argument("labs", type=Path, nargs="+", help="captured sets")
+    choose.add_argument("--fusion", choices=sorted(GRIDS), default="convex")
     args = p.parse_args(argv)
     if args.command == "loco":
         labs = [load(path) for path in args.labs]
-        for row in loco(labs, SearchParams(fusion="adaptive")):
+        for row in loco(labs, SearchParams(fusion=args.fusion), GRIDS[args.fusion]):
             print(
                 f"| {row['held_out']} | {row['params']} | {row['score']:.4f} | "
                 f"{row['better_channel']:.4f} |"

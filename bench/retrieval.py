@@ -145,14 +145,19 @@ class Workspace:
         return open_store(self.settings, lambda: embedder, self.store, folder=folder, params=params)
 
 
-def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -> Workspace:
-    """Write the documents into ``work/docs`` (unchanged files are left alone)."""
+def prepare(
+    dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int, suffix: str = ".txt"
+) -> Workspace:
+    """Write the documents into ``work/docs`` as ``<id><suffix>`` (unchanged files are left
+    alone); ``suffix`` ``.py`` reads them as code."""
     identity = {
         "dataset": dataset.name,
         "corpus_sha256": dataset.fingerprint,
         "chunk_size": chunk_size,
         "chunk_overlap": chunk_overlap,
     }
+    if suffix != ".txt":
+        identity["suffix"] = suffix
     marker = work / MARKER
     info: dict[str, Any] = {}
     reused = False
@@ -170,12 +175,12 @@ def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -
     docs = work / "docs"
     docs.mkdir(parents=True, exist_ok=True)
     names = safe_names(list(dataset.corpus))
-    wanted = {f"{stem}.txt" for stem in names.values()}
+    wanted = {f"{stem}{suffix}" for stem in names.values()}
     for stale in docs.iterdir():
         if stale.name not in wanted:
             stale.unlink()
     for doc_id, (title, text) in dataset.corpus.items():
-        path = docs / f"{names[doc_id]}.txt"
+        path = docs / f"{names[doc_id]}{suffix}"
         content = document_file_text(title, text).encode("utf-8")
         if not path.exists() or path.read_bytes() != content:
             path.write_bytes(content)
@@ -184,7 +189,7 @@ def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -
     settings = Settings(
         data_folder=docs,
         index_folder=work / "index",
-        exts=(".txt",),
+        exts=(suffix,),
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         model_wait_s=600.0,
@@ -195,7 +200,7 @@ def prepare(dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int) -
         work / "index",
         settings,
         names,
-        {f"{stem}.txt": d for d, stem in names.items()},
+        {f"{stem}{suffix}": d for d, stem in names.items()},
         reused,
         info,
     )
@@ -491,6 +496,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", default="qrels.tsv", help="judgments file in the dataset folder")
     p.add_argument("--queries", default="queries.jsonl", help="queries file in the dataset folder")
     p.add_argument(
+        "--suffix",
+        default=".txt",
+        help="the documents' file suffix (.py: read as code, one function per file)",
+    )
+    p.add_argument(
         "--work",
         type=Path,
         help="work folder (default: <tmp>/bench-<dataset>-<size>)",
@@ -563,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
     suffix = "-int8" if args.int8 else ""
     work = args.work or work_folder(f"{dataset.name}-{args.chunk_size}{suffix}")
-    ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap)
+    ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap, args.suffix)
     if args.store:
         ws = replace(ws, store=parse_store_url(args.store))
     embedder: Embedder = (

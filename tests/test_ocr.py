@@ -20,7 +20,8 @@ from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
 needs_ocr = pytest.mark.skipif(
-    not ocr_installed(), reason="the ocr extra is not installed (pip install -e '.[ocr]')"
+    not ocr_installed(),
+    reason="the ocr extra is not installed (pip install -e '.[ocr]', Python 3.11 or 3.12 only)",
 )
 
 INVOICE = ["Invoice 4471 for the harbour crane repair", "Total due within thirty days"]
@@ -44,6 +45,23 @@ def test_without_ocr_a_scanned_pdf_fails_with_the_install_hint(tmp_path: Path) -
     path = make_scanned_pdf(tmp_path / "scan.pdf", [("", INVOICE)])
     with pytest.raises(ReadError, match=re.escape(INSTALL_HINT)):
         read_pdf(path, ocr=False)
+
+
+def test_the_ocr_extra_asks_for_its_recognizer_only_on_pythons_it_supports() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["ocr"]
+    for line in extra:  # rapidocr-onnxruntime 1.4 requires Python < 3.13
+        marker = Requirement(line).marker
+        assert marker is not None, line
+        assert [marker.evaluate({"python_version": v}) for v in ("3.11", "3.12", "3.13")] == [
+            True,
+            True,
+            False,
+        ]
 
 
 def test_images_are_indexed_only_with_the_extra() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.isolation import IsolatedReader, reader_memory_bytes
 from micro_rag_mcp.ingest.readers import READERS, Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import INSTALL_HINT, ocr_installed
 from micro_rag_mcp.ingest.readers.pdf import read_pdf
@@ -25,6 +26,7 @@ needs_ocr = pytest.mark.skipif(
 )
 
 INVOICE = ["Invoice 4471 for the harbour crane repair", "Total due within thirty days"]
+GIB = 1024**3
 
 
 def words(text: str) -> set[str]:
@@ -165,3 +167,25 @@ def test_an_image_claiming_a_huge_canvas_is_refused_undecoded(
     with warnings.catch_warnings(), pytest.raises(ReadError, match=reason):
         warnings.simplefilter("ignore")  # Pillow's own warning about a large image
         read_image(path)
+
+
+def test_with_ocr_the_reader_memory_floor_is_1_5_gib_within_half_the_machine() -> None:
+    assert reader_memory_bytes(4 * GIB, ocr=False) == GIB
+    assert reader_memory_bytes(4 * GIB, ocr=True) == 3 * GIB // 2
+    assert reader_memory_bytes(3 * GIB, ocr=True) == 3 * GIB // 2
+    assert reader_memory_bytes(2 * GIB, ocr=True) == GIB  # half the machine, the old floor
+    assert reader_memory_bytes(7 * GIB, ocr=True) == 7 * GIB // 4  # a quarter, as without
+    assert reader_memory_bytes(32 * GIB, ocr=True) == 2 * GIB
+
+
+def read_isolated(path: Path, memory_bytes: int) -> Document:
+    with IsolatedReader(path.parent, timeout_s=600, memory_bytes=memory_bytes) as reader:
+        return reader.read(path, max_bytes=10**8)
+
+
+@needs_ocr
+def test_an_image_is_recognized_in_the_reader_of_a_4_gb_machine(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.png"
+    text_image(INVOICE).save(path)
+    doc = read_isolated(path, reader_memory_bytes(4 * GIB, ocr=True))
+    assert words(" ".join(INVOICE)) <= words(doc.text)

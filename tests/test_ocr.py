@@ -189,3 +189,13 @@ def test_an_image_is_recognized_in_the_reader_of_a_4_gb_machine(tmp_path: Path) 
     text_image(INVOICE).save(path)
     doc = read_isolated(path, reader_memory_bytes(4 * GIB, ocr=True))
     assert words(" ".join(INVOICE)) <= words(doc.text)
+
+
+@needs_ocr
+def test_a_recognizer_out_of_memory_is_one_sentence_naming_the_ceiling(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.png"
+    text_image(INVOICE).save(path)
+    with pytest.raises(ReadError) as failure:
+        read_isolated(path, GIB)  # the floor without OCR: too little for the recognizer
+    assert str(failure.value) == "refused: OCR needs more than the reader's 1,024 MB of memory"
+    assert not failure.value.transient

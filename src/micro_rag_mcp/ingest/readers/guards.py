@@ -31,8 +31,8 @@ ZIP_RATIO_MIN_BYTES = 10 * MIB
 ZIP_MAX_ENTRIES = 10_000
 
 
-def short(exc: BaseException, limit: int = 200) -> str:
-    """A one-line, bounded description of an exception."""
+def short(exc: BaseException | str, limit: int = 200) -> str:
+    """A one-line, bounded description of an exception (or of a message)."""
     message = " ".join(str(exc).split()) or type(exc).__name__
     return message if len(message) <= limit else message[: limit - 1] + "…"
 

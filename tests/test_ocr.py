@@ -6,6 +6,8 @@ tests that pass ``ocr=False`` and by tests/test_registry.py.
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import warnings
 from pathlib import Path
@@ -17,6 +19,7 @@ from micro_rag_mcp.ingest.isolation import IsolatedReader, reader_memory_bytes
 from micro_rag_mcp.ingest.readers import READERS, Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import INSTALL_HINT, ocr_installed
 from micro_rag_mcp.ingest.readers.pdf import read_pdf
+from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
@@ -199,3 +202,38 @@ def test_a_recognizer_out_of_memory_is_one_sentence_naming_the_ceiling(tmp_path:
         read_isolated(path, GIB)  # the floor without OCR: too little for the recognizer
     assert str(failure.value) == "refused: OCR needs more than the reader's 1,024 MB of memory"
     assert not failure.value.transient
+
+
+@needs_ocr
+@pytest.mark.parametrize("name", ["cut.png", "cut.jpg"])
+def test_a_truncated_image_is_a_permanent_failure_with_its_reason(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    text_image(INVOICE).save(path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ReadError) as failure:
+        read_isolated(path, reader_memory_bytes())
+    assert re.fullmatch(
+        r"could not parse (PNG|JPG) file: image file is truncated.*", str(failure.value)
+    )
+    assert not failure.value.transient  # the file's own fault: not retried while unchanged
+
+
+@needs_ocr
+def test_a_truncated_image_is_not_read_again_until_it_changes(engine: Engine, data: Path) -> None:
+    buffer = io.BytesIO()
+    text_image(INVOICE).save(buffer, format="PNG")
+    whole = buffer.getvalue()
+    path = data / "receipt.png"
+    text_image([*INVOICE, "A third line makes a longer file"]).save(path)
+    path.write_bytes(path.read_bytes()[: len(whole) + 100])  # cut short, longer than whole
+    os.utime(path, (1e9, 1e9))  # an old stamp, trusted as it stands
+    assert [p for p, _ in engine.reindex().files_failed] == ["receipt.png"]
+    path.write_bytes(whole + bytes(100))  # repaired, same size (bytes after the end are ignored)
+    os.utime(path, (1e9, 1e9))
+    assert [p for p, _ in engine.reindex().files_failed] == ["receipt.png"]  # not read again
+    os.utime(path, (2e9, 2e9))
+    report = engine.reindex()
+    assert report.files_failed == [] and report.files_updated == 1

@@ -106,7 +106,7 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             doc = _read_inside(Path(path), max_bytes, Path(root))
             answer = ("ok", *_fields(doc))
         except ReadError as e:
-            answer = ("error", str(e), e.transient or isinstance(e.__cause__, OSError))
+            answer = ("error", str(e), e.transient)
         except MemoryError:
             answer = ("error", _memory_reason(memory_bytes), False)
         except Exception as e:  # a parser bug must cost one file, not the reader

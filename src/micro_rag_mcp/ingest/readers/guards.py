@@ -53,7 +53,7 @@ def check_file(path: Path, max_bytes: int) -> int:
     try:
         st = path.stat()
     except OSError as e:
-        raise ReadError(os_reason(e)) from e
+        raise ReadError(os_reason(e), transient=True) from e
     if not stat.S_ISREG(st.st_mode):
         raise ReadError("not a regular file")
     if st.st_size > max_bytes:

@@ -51,14 +51,15 @@ def _engine() -> Any:
     """The recognizer, built once per reader process (loading the models takes ~1 s).
 
     A recognizer that cannot start (``opencv-python`` needs the system's libGL, which a
-    bare server may lack) is a ``ReadError`` naming the cause.
+    bare server may lack) is a ``ReadError`` naming the cause; a transient one, since the
+    cause is the machine's, so the file is read again once it is fixed.
     """
     try:
         from rapidocr_onnxruntime import RapidOCR
 
         return RapidOCR(use_cls=False, max_side_len=MAX_SIDE_PX, print_verbose=False)
     except (ImportError, OSError) as e:
-        raise ReadError(f"OCR could not start: {short(e)}") from e
+        raise ReadError(f"OCR could not start: {short(e)}", transient=True) from e
 
 
 def recognize(image: Any, *, where: str, budget_s: float = PAGE_BUDGET_S) -> str:
@@ -69,7 +70,7 @@ def recognize(image: Any, *, where: str, budget_s: float = PAGE_BUDGET_S) -> str
     """
     try:
         return _recognize(image, where, budget_s)
-    except ReadError:
+    except (ReadError, OSError):  # an OSError is Pillow decoding a damaged file's pixels
         raise
     except Exception as e:  # NumPy, OpenCV and onnxruntime raise types of their own
         raise ReadError(_failure_reason(e)) from e

@@ -125,3 +125,18 @@ def test_a_malformed_sender_is_kept_as_written_and_the_message_read(tmp_path: Pa
         "From: =?utf-8?b?!!!?=\nTo: Harbour Office <office@example.org>\n\n"
         "The pressure valve on pipe nine leaks.\n"
     )
+
+
+@pytest.mark.parametrize("content_type", [b"multipart/mixed", b'multipart/mixed; boundary="x"'])
+def test_a_multipart_body_without_its_boundary_is_read_as_text(
+    tmp_path: Path, content_type: bytes
+) -> None:
+    path = tmp_path / "no-boundary.eml"
+    path.write_bytes(
+        b"From: ada@example.org\r\nSubject: Boiler check\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: " + content_type + b"\r\n"
+        b"\r\n"
+        b"The pressure valve on pipe nine leaks.\r\n"
+    )
+    doc = read(path)
+    assert doc.text == "From: ada@example.org\n\nThe pressure valve on pipe nine leaks.\n"

@@ -87,6 +87,10 @@ def _add_message(
     builder.add("\n".join(head))
     body = message.get_body(preferencelist=("plain", "html"))
     if body is None:
+        if message.get_content_maintype() == "multipart" and not message.is_multipart():
+            # No boundary parameter, or none found in the body: the parser kept one text.
+            logger.warning("%s: a multipart body without its boundary, read as text", path)
+            builder.add(_text_content(message))
         return
     if body.get_content_subtype() == "html":  # decoded by its charset, then read as UTF-8
         page = b'<meta charset="utf-8">' + _text_content(body).encode("utf-8", "replace")

@@ -42,10 +42,8 @@ _HEAD_FIELDS = ("From", "To", "Cc", "Date")
 def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document:
     """The message's head and body, then each readable attachment as a part of its own."""
     message = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
-    if not isinstance(message, EmailMessage) or not any(
-        name in message
-        for name in ("From", "To", "Subject", "Date")  # present, unparsed
-    ):
+    headed = any(name in message for name in ("From", "To", "Subject", "Date"))  # not parsed
+    if not isinstance(message, EmailMessage) or not headed:
         raise ReadError("not an e-mail message (no From, To, Subject or Date header)")
     budget = Budget(time_budget)
     builder = DocumentBuilder()

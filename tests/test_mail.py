@@ -108,3 +108,35 @@ def test_a_file_without_mail_headers_gets_a_reason(tmp_path: Path, content: byte
     path.write_bytes(content)
     with pytest.raises(ReadError, match="not an e-mail message"):
         read(path)
+
+
+def test_a_malformed_sender_is_kept_as_written_and_the_message_read(tmp_path: Path) -> None:
+    path = tmp_path / "odd-sender.eml"
+    path.write_bytes(
+        b"From: =?utf-8?b?!!!?=\r\n"  # an encoded word that is not base64: email's IndexError
+        b"To: Harbour Office <office@example.org>\r\n"
+        b"Subject: Boiler check\r\n"
+        b"\r\n"
+        b"The pressure valve on pipe nine leaks.\r\n"
+    )
+    doc = read(path)
+    assert doc.title == "Boiler check"
+    assert doc.text == (
+        "From: =?utf-8?b?!!!?=\nTo: Harbour Office <office@example.org>\n\n"
+        "The pressure valve on pipe nine leaks.\n"
+    )
+
+
+@pytest.mark.parametrize("content_type", [b"multipart/mixed", b'multipart/mixed; boundary="x"'])
+def test_a_multipart_body_without_its_boundary_is_read_as_text(
+    tmp_path: Path, content_type: bytes
+) -> None:
+    path = tmp_path / "no-boundary.eml"
+    path.write_bytes(
+        b"From: ada@example.org\r\nSubject: Boiler check\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: " + content_type + b"\r\n"
+        b"\r\n"
+        b"The pressure valve on pipe nine leaks.\r\n"
+    )
+    doc = read(path)
+    assert doc.text == "From: ada@example.org\n\nThe pressure valve on pipe nine leaks.\n"

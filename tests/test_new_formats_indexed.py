@@ -33,7 +33,10 @@ def test_opendocument_and_mail_are_indexed_and_cited(engine: Engine, data: Path)
     assert (flange.path, flange.locator) == ("inspection.eml", 'attachment "report.pdf" page 2')
 
 
-@pytest.mark.skipif(not ocr_installed(), reason="the ocr extra is not installed")
+@pytest.mark.skipif(
+    not ocr_installed(),
+    reason="the ocr extra is not installed (pip install -e '.[ocr]', Python 3.11 or 3.12 only)",
+)
 def test_a_recognized_page_keeps_its_page_and_says_ocr(engine: Engine, data: Path) -> None:
     make_scanned_pdf(data / "scan.pdf", [("Typed cover", []), ("", ["Harbour crane invoice"])])
     assert engine.reindex().files_added == 1

@@ -6,6 +6,8 @@ tests that pass ``ocr=False`` and by tests/test_registry.py.
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import warnings
 from pathlib import Path
@@ -13,17 +15,21 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest.isolation import IsolatedReader, reader_memory_bytes
 from micro_rag_mcp.ingest.readers import READERS, Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import INSTALL_HINT, ocr_installed
 from micro_rag_mcp.ingest.readers.pdf import read_pdf
+from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
 needs_ocr = pytest.mark.skipif(
-    not ocr_installed(), reason="the ocr extra is not installed (pip install -e '.[ocr]')"
+    not ocr_installed(),
+    reason="the ocr extra is not installed (pip install -e '.[ocr]', Python 3.11 or 3.12 only)",
 )
 
 INVOICE = ["Invoice 4471 for the harbour crane repair", "Total due within thirty days"]
+GIB = 1024**3
 
 
 def words(text: str) -> set[str]:
@@ -44,6 +50,23 @@ def test_without_ocr_a_scanned_pdf_fails_with_the_install_hint(tmp_path: Path) -
     path = make_scanned_pdf(tmp_path / "scan.pdf", [("", INVOICE)])
     with pytest.raises(ReadError, match=re.escape(INSTALL_HINT)):
         read_pdf(path, ocr=False)
+
+
+def test_the_ocr_extra_asks_for_its_recognizer_only_on_pythons_it_supports() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    extra = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["ocr"]
+    for line in extra:  # rapidocr-onnxruntime 1.4 requires Python < 3.13
+        marker = Requirement(line).marker
+        assert marker is not None, line
+        assert [marker.evaluate({"python_version": v}) for v in ("3.11", "3.12", "3.13")] == [
+            True,
+            True,
+            False,
+        ]
 
 
 def test_images_are_indexed_only_with_the_extra() -> None:
@@ -147,3 +170,70 @@ def test_an_image_claiming_a_huge_canvas_is_refused_undecoded(
     with warnings.catch_warnings(), pytest.raises(ReadError, match=reason):
         warnings.simplefilter("ignore")  # Pillow's own warning about a large image
         read_image(path)
+
+
+def test_with_ocr_the_reader_memory_floor_is_1_5_gib_within_half_the_machine() -> None:
+    assert reader_memory_bytes(4 * GIB, ocr=False) == GIB
+    assert reader_memory_bytes(4 * GIB, ocr=True) == 3 * GIB // 2
+    assert reader_memory_bytes(3 * GIB, ocr=True) == 3 * GIB // 2
+    assert reader_memory_bytes(2 * GIB, ocr=True) == GIB  # half the machine, the old floor
+    assert reader_memory_bytes(7 * GIB, ocr=True) == 7 * GIB // 4  # a quarter, as without
+    assert reader_memory_bytes(32 * GIB, ocr=True) == 2 * GIB
+
+
+def read_isolated(path: Path, memory_bytes: int) -> Document:
+    with IsolatedReader(path.parent, timeout_s=600, memory_bytes=memory_bytes) as reader:
+        return reader.read(path, max_bytes=10**8)
+
+
+@needs_ocr
+def test_an_image_is_recognized_in_the_reader_of_a_4_gb_machine(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.png"
+    text_image(INVOICE).save(path)
+    doc = read_isolated(path, reader_memory_bytes(4 * GIB, ocr=True))
+    assert words(" ".join(INVOICE)) <= words(doc.text)
+
+
+@needs_ocr
+def test_a_recognizer_out_of_memory_is_one_sentence_naming_the_ceiling(tmp_path: Path) -> None:
+    path = tmp_path / "receipt.png"
+    text_image(INVOICE).save(path)
+    with pytest.raises(ReadError) as failure:
+        read_isolated(path, GIB)  # the floor without OCR: too little for the recognizer
+    assert str(failure.value) == "refused: OCR needs more than the reader's 1,024 MB of memory"
+    assert not failure.value.transient
+
+
+@needs_ocr
+@pytest.mark.parametrize("name", ["cut.png", "cut.jpg"])
+def test_a_truncated_image_is_a_permanent_failure_with_its_reason(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    text_image(INVOICE).save(path)
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ReadError) as failure:
+        read_isolated(path, reader_memory_bytes())
+    assert re.fullmatch(
+        r"could not parse (PNG|JPG) file: image file is truncated.*", str(failure.value)
+    )
+    assert not failure.value.transient  # the file's own fault: not retried while unchanged
+
+
+@needs_ocr
+def test_a_truncated_image_is_not_read_again_until_it_changes(engine: Engine, data: Path) -> None:
+    buffer = io.BytesIO()
+    text_image(INVOICE).save(buffer, format="PNG")
+    whole = buffer.getvalue()
+    path = data / "receipt.png"
+    text_image([*INVOICE, "A third line makes a longer file"]).save(path)
+    path.write_bytes(path.read_bytes()[: len(whole) + 100])  # cut short, longer than whole
+    os.utime(path, (1e9, 1e9))  # an old stamp, trusted as it stands
+    assert [p for p, _ in engine.reindex().files_failed] == ["receipt.png"]
+    path.write_bytes(whole + bytes(100))  # repaired, same size (bytes after the end are ignored)
+    os.utime(path, (1e9, 1e9))
+    assert [p for p, _ in engine.reindex().files_failed] == ["receipt.png"]  # not read again
+    os.utime(path, (2e9, 2e9))
+    report = engine.reindex()
+    assert report.files_failed == [] and report.files_updated == 1

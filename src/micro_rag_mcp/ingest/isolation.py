@@ -21,6 +21,7 @@ from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.ingest.readers.ocr import ocr_installed
 
 logger = logging.getLogger(__name__)
 
@@ -31,16 +32,32 @@ logger = logging.getLogger(__name__)
 READER_MEMORY_SHARE = 0.25
 READER_MEMORY_MIN_BYTES = 1024**3
 READER_MEMORY_MAX_BYTES = 2 * 1024**3
+# With the ocr extra installed the floor is higher: recognizing one page of print (the
+# detector at 2,000 px a side) fails at a 1 GiB ceiling (NumPy cannot allocate, or
+# onnxruntime throws std::bad_alloc at 1.25 GiB) and succeeds at 1.5 GiB, with a peak
+# resident size of about 650 MB (onnxruntime's arenas reserve address space beyond what
+# they touch). That floor is still never more than half the machine's memory.
+READER_MEMORY_MIN_BYTES_OCR = 3 * 1024**3 // 2
 
 
-def reader_memory_bytes() -> int:
-    """The address-space ceiling of a reader process on this machine."""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return READER_MEMORY_MAX_BYTES
+def reader_memory_bytes(physical: int | None = None, *, ocr: bool | None = None) -> int:
+    """The address-space ceiling of a reader process.
+
+    ``physical``: the machine's memory (this machine's when None); ``ocr``: whether the
+    ocr extra is installed (looked up when None).
+    """
+    if physical is None:
+        try:
+            physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return READER_MEMORY_MAX_BYTES
+    if ocr is None:
+        ocr = ocr_installed()
+    floor = READER_MEMORY_MIN_BYTES
+    if ocr:
+        floor = max(floor, min(READER_MEMORY_MIN_BYTES_OCR, physical // 2))
     share = int(physical * READER_MEMORY_SHARE)
-    return max(READER_MEMORY_MIN_BYTES, min(READER_MEMORY_MAX_BYTES, share))
+    return max(floor, min(READER_MEMORY_MAX_BYTES, share))
 
 
 def _peak_rss_bytes() -> int:
@@ -89,7 +106,7 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             doc = _read_inside(Path(path), max_bytes, Path(root))
             answer = ("ok", *_fields(doc))
         except ReadError as e:
-            answer = ("error", str(e), e.transient or isinstance(e.__cause__, OSError))
+            answer = ("error", str(e), e.transient)
         except MemoryError:
             answer = ("error", _memory_reason(memory_bytes), False)
         except Exception as e:  # a parser bug must cost one file, not the reader

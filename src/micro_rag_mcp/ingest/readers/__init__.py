@@ -112,6 +112,14 @@ def read_document(path: Path, *, max_bytes: int, suffix: str | None = None) -> D
     except ReadError:
         raise
     except OSError as e:
-        raise ReadError(os_reason(e)) from e
+        if e.errno is not None:  # the system's failure (EIO, EACCES...): the file may be fine
+            raise ReadError(os_reason(e), transient=True) from e
+        # A decoder's complaint about the bytes (Pillow: "image file is truncated"): the
+        # file's own fault, so it is not read again until it changes.
+        raise ReadError(_parse_reason(suffix, e)) from e
     except Exception as e:  # parsers raise many unrelated types; all mean "unreadable"
-        raise ReadError(f"could not parse {suffix[1:].upper()} file: {short(e)}") from e
+        raise ReadError(_parse_reason(suffix, e)) from e
+
+
+def _parse_reason(suffix: str, e: Exception) -> str:
+    return f"could not parse {suffix[1:].upper()} file: {short(e)}"

@@ -31,8 +31,8 @@ ZIP_RATIO_MIN_BYTES = 10 * MIB
 ZIP_MAX_ENTRIES = 10_000
 
 
-def short(exc: BaseException, limit: int = 200) -> str:
-    """A one-line, bounded description of an exception."""
+def short(exc: BaseException | str, limit: int = 200) -> str:
+    """A one-line, bounded description of an exception (or of a message)."""
     message = " ".join(str(exc).split()) or type(exc).__name__
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
@@ -53,7 +53,7 @@ def check_file(path: Path, max_bytes: int) -> int:
     try:
         st = path.stat()
     except OSError as e:
-        raise ReadError(os_reason(e)) from e
+        raise ReadError(os_reason(e), transient=True) from e
     if not stat.S_ISREG(st.st_mode):
         raise ReadError("not a regular file")
     if st.st_size > max_bytes:

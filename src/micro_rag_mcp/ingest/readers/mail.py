@@ -42,9 +42,8 @@ _HEAD_FIELDS = ("From", "To", "Cc", "Date")
 def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document:
     """The message's head and body, then each readable attachment as a part of its own."""
     message = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
-    if not isinstance(message, EmailMessage) or not any(
-        message.get(name) is not None for name in ("From", "To", "Subject", "Date")
-    ):
+    headed = any(name in message for name in ("From", "To", "Subject", "Date"))  # not parsed
+    if not isinstance(message, EmailMessage) or not headed:
         raise ReadError("not an e-mail message (no From, To, Subject or Date header)")
     budget = Budget(time_budget)
     builder = DocumentBuilder()
@@ -58,13 +57,25 @@ def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document
 
 
 def _header(message: Message, name: str) -> str:
-    """A header as text, whitespace collapsed; "" when absent or unparseable."""
+    """A header as text, whitespace collapsed; "" when absent.
+
+    A header the parser fails on (``From: =?utf-8?b?!!!?=`` raises IndexError inside
+    ``email``) is given as written.
+    """
     try:
         value = message.get(name)
     except Exception as e:  # a malformed header must not lose the message
-        logger.warning("header %s could not be parsed: %s", name, short(e))
-        return ""
+        logger.warning("header %s could not be parsed, kept as written: %s", name, short(e))
+        value = _as_written(message, name)
     return " ".join(str(value).split()) if value is not None else ""
+
+
+def _as_written(message: Message, name: str) -> str:
+    """The first ``name`` header's raw value (undecodable bytes replaced); "" when absent."""
+    for key, raw in message.raw_items():
+        if key.lower() == name.lower():
+            return str(raw).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return ""
 
 
 def _add_message(
@@ -74,6 +85,10 @@ def _add_message(
     builder.add("\n".join(head))
     body = message.get_body(preferencelist=("plain", "html"))
     if body is None:
+        if message.get_content_maintype() == "multipart" and not message.is_multipart():
+            # No boundary parameter, or none found in the body: the parser kept one text.
+            logger.warning("%s: a multipart body without its boundary, read as text", path)
+            builder.add(_text_content(message))
         return
     if body.get_content_subtype() == "html":  # decoded by its charset, then read as UTF-8
         page = b'<meta charset="utf-8">' + _text_content(body).encode("utf-8", "replace")

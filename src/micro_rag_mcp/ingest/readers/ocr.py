@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import resource
 import time
 from typing import Any
 
@@ -50,21 +51,50 @@ def _engine() -> Any:
     """The recognizer, built once per reader process (loading the models takes ~1 s).
 
     A recognizer that cannot start (``opencv-python`` needs the system's libGL, which a
-    bare server may lack) is a ``ReadError`` naming the cause.
+    bare server may lack) is a ``ReadError`` naming the cause; a transient one, since the
+    cause is the machine's, so the file is read again once it is fixed.
     """
     try:
         from rapidocr_onnxruntime import RapidOCR
 
         return RapidOCR(use_cls=False, max_side_len=MAX_SIDE_PX, print_verbose=False)
     except (ImportError, OSError) as e:
-        raise ReadError(f"OCR could not start: {short(e)}") from e
+        raise ReadError(f"OCR could not start: {short(e)}", transient=True) from e
 
 
 def recognize(image: Any, *, where: str, budget_s: float = PAGE_BUDGET_S) -> str:
     """The text in ``image`` (a PIL image), lines in reading order; "" when none is found.
 
-    ``where`` names the page in warnings ("scan.pdf page 3").
+    ``where`` names the page in warnings ("scan.pdf page 3"). A recognizer that fails (out
+    of memory, most often) is a ``ReadError`` of one sentence.
     """
+    try:
+        return _recognize(image, where, budget_s)
+    except (ReadError, OSError):  # an OSError is Pillow decoding a damaged file's pixels
+        raise
+    except Exception as e:  # NumPy, OpenCV and onnxruntime raise types of their own
+        raise ReadError(_failure_reason(e)) from e
+
+
+def _failure_reason(e: Exception) -> str:
+    """What went wrong in the recognizer, in one sentence.
+
+    RapidOCR wraps onnxruntime's error in one whose message is a whole traceback, so the
+    cause is read instead; onnxruntime's own message ends with its status ("Status
+    Message: std::bad_alloc").
+    """
+    cause = e.__cause__ if isinstance(e.__cause__, Exception) else e
+    lines = str(cause).strip().splitlines()
+    detail = lines[-1].rsplit("Status Message:", 1)[-1].strip() if lines else ""
+    if isinstance(cause, MemoryError) or "bad_alloc" in detail:
+        limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if limit == resource.RLIM_INFINITY:
+            return "refused: OCR ran out of memory"
+        return f"refused: OCR needs more than the reader's {limit // 1024**2:,} MB of memory"
+    return f"OCR failed: {short(detail or type(cause).__name__)}"
+
+
+def _recognize(image: Any, where: str, budget_s: float) -> str:
     import numpy as np
 
     engine = _engine()

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from micro_rag_mcp.core.errors import IndexWriteError, MicroRagError
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.grams import FILE_GRAMS_KEY, backfill_file_grams, store_grams
 from micro_rag_mcp.local.queries import CatalogQueries
-from micro_rag_mcp.text.cjk import bigrams, has_cjk
 from micro_rag_mcp.text.vector_text import vector_key
 
 logger = logging.getLogger(__name__)
@@ -83,6 +83,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicod
 CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
+END;
+-- The bigrams of each file's whole text, for long CJK queries (grams.py); rowid = file id.
+CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
+    DELETE FROM files_cjk WHERE rowid = old.id;
 END;
 COMMIT;
 """
@@ -150,12 +155,17 @@ class Catalog(CatalogQueries):
                 with catalog.transaction():
                     catalog.set_meta("schema_version", SCHEMA_VERSION)
                     catalog.set_meta("catalog_id", uuid.uuid4().hex)
+                    catalog.set_meta(FILE_GRAMS_KEY, "1")
                 catalog.created = True
             elif stored in MIGRATES_FROM:
                 catalog._migrate(stored)
             elif stored != SCHEMA_VERSION:
                 raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
             conn.execute("CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey)")
+            if catalog.get_meta(FILE_GRAMS_KEY) is None:  # made before files_cjk
+                with catalog.transaction() as tx:
+                    backfill_file_grams(tx)
+                    catalog.set_meta(FILE_GRAMS_KEY, "1")
             return catalog
         except CatalogCorrupt:
             conn.close()
@@ -311,14 +321,7 @@ class Catalog(CatalogQueries):
                     for c in chunks
                 ),
             )
-            if any(has_cjk(c.title) or has_cjk(c.text) for c in chunks):
-                rows = conn.execute(
-                    "SELECT id, title, text FROM chunks WHERE file_id = ?", (file_id,)
-                ).fetchall()
-                conn.executemany(
-                    "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)",
-                    ((cid, bigrams(f"{title}\n{text}")) for cid, title, text in rows),
-                )
+            store_grams(conn, file_id, chunks)
         return old
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:

@@ -287,6 +287,36 @@ class CatalogQueries:
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def cjk_file_search(
+        self, match: str, limit: int, files: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """The best ``limit`` files (ids) by BM25 over the bigrams of their whole text
+        (``grams.py``), best first; none from a catalog made before that table."""
+        where, scope = "", ""
+        if files is not None:
+            where, scope = (
+                " AND +rowid IN (SELECT value FROM json_each(?))",
+                json.dumps(list(files)),
+            )
+        try:
+            rows = self._conn.execute(
+                "SELECT rowid, -bm25(files_cjk) AS score FROM files_cjk "
+                f"WHERE files_cjk MATCH ?{where} ORDER BY score DESC LIMIT ?",
+                (match, scope, limit) if scope else (match, limit),
+            ).fetchall()
+        except sqlite3.OperationalError as e:  # "no such table": opened read-only, not yet made
+            if "files_cjk" not in str(e):
+                raise
+            return []
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def first_chunks(self, file_ids: Sequence[int]) -> dict[int, int]:
+        """For each given file id, the id of its first chunk."""
+        rows = self._select_ids(
+            "SELECT file_id, id FROM chunks WHERE chunk_index = 0 AND file_id IN ({})", file_ids
+        )
+        return {int(f): int(c) for f, c in rows}
+
     def head_ids(self, ids: Sequence[int]) -> dict[int, int]:
         """For each given chunk id, the id of the first chunk of the same file."""
         rows = self._select_ids(

@@ -17,7 +17,7 @@ any other chunk with no vector yet carries no score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,11 +29,12 @@ from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
+    COMMON_SHARE,
     idf_sum,
     query_terms,
     searched_terms,
 )
-from micro_rag_mcp.text.cjk import query_grams
+from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts
 from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
@@ -47,6 +48,12 @@ DEFAULT_PARAMS = SearchParams()
 # first chunks) are embedded with the query, this many at most: they are then ranked as
 # they will be once the index is complete, for a fraction of a second per search.
 EMBED_NOW = 8
+
+# A CJK query of this many bigrams or more (a paragraph) is matched against whole files
+# (``with_documents``): a file that holds the whole description ranks above a passage
+# that holds part of it twice. LeCaRD dev, nDCG@10: passages 0.44, whole files 0.62, and
+# a fifth of the passage's score added to its file's lowered that (docs/benchmarks.md).
+DOCUMENT_GRAMS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,18 +213,63 @@ def keyword_evidence(
         return [], False, 0.0
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords)
+    counts = query_gram_counts(query)
+    long_cjk = sum(counts.values()) >= DOCUMENT_GRAMS
+    # A long CJK query's runs are matched by their pairs, in passages and whole files; as
+    # words (a run is one FTS5 token) they only add exact repeats of a clause: noise.
+    words = [t for t in terms if not has_cjk(t)] if long_cjk else terms
     hits: list[tuple[int, float]] = []
     weight = 0.0
-    if terms:
+    if words:
         weights = (params.title_weight, 1.0)
-        hits, weight = keyword_channel(catalog, terms, params.depth, weights, files)
-    grams = query_grams(query)
-    if grams:  # CJK runs are found by their bigrams (see cjk.py)
+        hits, weight = keyword_channel(catalog, words, params.depth, weights, files)
+    if counts:  # CJK runs are found by their bigrams (see cjk.py)
+        grams = list(counts)
         shares = catalog.term_shares(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
         weight += idf_sum(searched, shares, catalog.id_span())
-        hits = _merged(hits, catalog.cjk_search(or_query(searched), params.depth, files))
-    return hits, bool(terms) or bool(grams), weight
+        passages = catalog.cjk_search(or_query(searched), params.depth, files)
+        if long_cjk:
+            passages = with_documents(catalog, counts, shares, passages, params.depth, files)
+        hits = _merged(hits, passages)
+    return hits, bool(terms) or bool(counts), weight
+
+
+def with_documents(
+    catalog: Catalog,
+    counts: Mapping[str, int],
+    shares: Mapping[str, float],
+    passages: Sequence[tuple[int, float]],
+    depth: int,
+    files: Sequence[int] | None,
+) -> list[tuple[int, float]]:
+    """The keyword hits of a long CJK query, ranked by their files' match of the whole
+    query (``grams.py``): BM25 over each file's whole text for every pair of the query
+    not in most chunks, as often as the query holds it. Each of the best ``depth``
+    files is represented by its best passage hit, or else its first chunk, with its
+    file's score on the scale of the best passage's; a passage hit of any other file
+    follows them, in its own order."""
+    kept = [g for g, n in counts.items() if shares.get(g, 0.0) <= COMMON_SHARE for _ in range(n)]
+    documents = catalog.cjk_file_search(or_query(kept), depth, files) if kept else []
+    if not documents:
+        return list(passages)
+    heads = catalog.head_ids([cid for cid, _ in passages])
+    best_passage: dict[int, tuple[int, float]] = {}  # a file's head -> its best passage hit
+    for cid, score in passages:  # best first
+        best_passage.setdefault(heads.get(cid, cid), (cid, score))
+    firsts = catalog.first_chunks([fid for fid, _ in documents])
+    d_best = documents[0][1]
+    scale = passages[0][1] if passages else d_best
+    scores: dict[int, float] = {}
+    for fid, d_score in documents:
+        head = firsts.get(fid)
+        if head is not None:
+            cid, _ = best_passage.pop(head, (head, 0.0))
+            scores[cid] = scale * d_score / d_best
+    below = scale * documents[-1][1] / d_best / 2
+    for cid, p_score in best_passage.values():  # files outside the best documents
+        scores[cid] = below * p_score / scale
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 
 def _merged(

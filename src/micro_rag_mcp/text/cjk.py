@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 MAX_QUERY_GRAMS = 1024  # distinct pairs a query is read for: a bound against hostile input
+MAX_GRAM_REPEATS = 4  # times one pair of a query counts, at most
 
 # Han (with extensions and compatibility), kana, Hangul syllables and jamo, bopomofo.
 _CJK = (
@@ -55,13 +56,22 @@ def gram_tokens(text: str) -> list[str]:
 
 def query_grams(text: str) -> list[str]:
     """The distinct bigrams of a query's CJK runs of two or more characters, in order."""
-    grams: dict[str, None] = {}
+    return list(query_gram_counts(text))
+
+
+def query_gram_counts(text: str) -> dict[str, int]:
+    """``query_grams``, each with how many times the query holds it (at most
+    ``MAX_GRAM_REPEATS``: a repeated pair weighs more, a pasted run of one pair does not
+    make a query of thousands of terms)."""
+    grams: dict[str, int] = {}
     for run in _RUN.findall(text):
         for i in range(len(run) - 1):
-            grams[run[i : i + 2]] = None
-            if len(grams) >= MAX_QUERY_GRAMS:
-                return list(grams)
-    return list(grams)
+            gram = run[i : i + 2]
+            if gram in grams:
+                grams[gram] = min(grams[gram] + 1, MAX_GRAM_REPEATS)
+            elif len(grams) < MAX_QUERY_GRAMS:
+                grams[gram] = 1
+    return grams
 
 
 def query_gram_tokens(text: str) -> list[str]:

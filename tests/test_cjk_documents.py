@@ -1,0 +1,126 @@
+"""A long CJK query is matched against whole files too, not only against passages."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
+from micro_rag_mcp.local.keywords import or_query
+from micro_rag_mcp.local.search import DOCUMENT_GRAMS, keyword_evidence
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.scope import SearchScope, parse_scope
+from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts
+
+# Sixty distinct characters: a "case description" of 59 bigrams, none found elsewhere.
+DESCRIPTION = "".join(chr(0x4E00 + i) for i in range(60))
+
+
+def filler(start: int, length: int) -> str:
+    """CJK text whose characters the description does not use, in sentences."""
+    chars = [chr(0x6000 + (start + i) % 400) for i in range(length)]
+    return "。".join("".join(chars[i : i + 30]) for i in range(0, length, 30)) + "。"
+
+
+def file_rows(index: Path) -> dict[str, str]:
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    rows = conn.execute(
+        "SELECT f.path, g.grams FROM files_cjk g JOIN files f ON f.id = g.rowid"
+    ).fetchall()
+    conn.close()
+    return dict(rows)
+
+
+def by_keyword(engine: Engine, query: str, scope: SearchScope | None = None) -> list[str]:
+    found = engine.search(query, 5, 0.0, scope).hits
+    return [h.chunk.path for h in found if "keyword" in h.channels]
+
+
+def write_case_folder(data: Path) -> None:
+    """Cases of about the same length: one holds the whole description, a quarter in
+    each of four passages far apart; one holds a third of it twice in one passage (the
+    best single passage); the others none of it (so its pairs are rare)."""
+    parts = [DESCRIPTION[i : i + 15] for i in range(0, 60, 15)]
+    (data / "whole.txt").write_text(
+        "".join(filler(i * 97, 1100) + part for i, part in enumerate(parts))
+    )
+    third = DESCRIPTION[:20] + "。" + DESCRIPTION[:20] + "。"
+    (data / "part.txt").write_text(filler(7, 2200) + third + filler(11, 2200))
+    for n in range(8):
+        (data / f"other{n}.txt").write_text(filler(n * 31, 4400))
+
+
+def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_part_twice(
+    engine: Engine, data: Path
+) -> None:
+    write_case_folder(data)
+    engine.reindex()
+    assert sum(query_gram_counts(DESCRIPTION).values()) >= DOCUMENT_GRAMS
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:  # the passages alone put the repeated third first
+        best = catalog.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
+        assert catalog.fetch([best[0][0]])[best[0][0]].path == "part.txt"
+        # A short query is a passage's: its hits are the passage channel's alone.
+        short = DESCRIPTION[2:8]
+        hits, _, _ = keyword_evidence(catalog, short, SearchParams())
+        assert hits == catalog.cjk_search(or_query(list(query_gram_counts(short))), 200)
+    finally:
+        catalog.close()
+    assert by_keyword(engine, DESCRIPTION)[0] == "whole.txt"
+
+
+def test_a_scope_keeps_the_whole_file_match_inside_it(engine: Engine, data: Path) -> None:
+    write_case_folder(data)
+    engine.reindex()
+    assert by_keyword(engine, DESCRIPTION, parse_scope(path_glob="part.txt")) == ["part.txt"]
+
+
+def test_each_file_with_cjk_text_has_one_row_of_its_whole_text(engine: Engine, data: Path) -> None:
+    (data / "zh.txt").write_text("北京大学的图书馆。" + "研究" * 700 + "古籍。")
+    (data / "en.txt").write_text("Ordinary English text.")
+    engine.reindex()
+    rows = file_rows(data / "index")
+    assert list(rows) == ["zh.txt"]
+    grams = rows["zh.txt"].split()
+    assert grams.count("古籍") == 1 and grams.count("北京") == 1  # overlaps counted once
+    assert grams.count("研究") == 700
+    (data / "zh.txt").write_text("上海的博物馆。")
+    engine.reindex()
+    assert file_rows(data / "index") == {"zh.txt": "上海 海的 的博 博物 物馆"}
+    (data / "zh.txt").write_text("Now in English only.")
+    engine.reindex()
+    assert file_rows(data / "index") == {}
+    (data / "zh.txt").write_text("上海的博物馆。")
+    engine.reindex()
+    (data / "zh.txt").unlink()
+    engine.reindex()
+    assert file_rows(data / "index") == {}
+
+
+def test_a_catalog_made_before_the_whole_file_rows_gets_them_when_opened_for_writing(
+    engine: Engine, data: Path
+) -> None:
+    write_case_folder(data)
+    engine.reindex()
+    engine.stop()
+    path = data / "index" / "catalog.sqlite3"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DELETE FROM files_cjk")
+        conn.execute("DELETE FROM meta WHERE key = ?", (FILE_GRAMS_KEY,))
+    conn.close()
+    assert file_rows(data / "index") == {}
+    Catalog.open(path).close()
+    rows = file_rows(data / "index")
+    assert sorted(rows) == sorted(p.name for p in data.glob("*.txt"))
+    held = set(rows["whole.txt"].split())
+    assert all(
+        g in held for i in range(0, 60, 15) for g in query_gram_counts(DESCRIPTION[i : i + 15])
+    )
+
+
+def test_a_query_counts_a_repeated_pair_a_bounded_number_of_times() -> None:
+    assert query_gram_counts("東京 東京 東京都") == {"東京": 3, "京都": 1}
+    assert query_gram_counts("東京" * 5000) == {"東京": MAX_GRAM_REPEATS, "京東": MAX_GRAM_REPEATS}

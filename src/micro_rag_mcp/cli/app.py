@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from micro_rag_mcp import __version__
-from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, too_long
+from micro_rag_mcp.core.arguments import (
+    MAX_GLOB_CHARS,
+    MAX_GLOBS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    too_long,
+)
 from micro_rag_mcp.core.errors import (
     ConfigError,
     InvalidArgument,
@@ -185,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 0.2).",
     )  # fmt: skip
     search.add_argument(
-        "--path-glob", action="append", metavar="GLOB",
+        "--path-glob", action="append", type=_at_most(MAX_GLOB_CHARS), metavar="GLOB",
         help="Only files matching GLOB, relative to FOLDER (reindex's syntax); repeat for any "
-        "of several.",
+        f"of several (at most {MAX_GLOBS}).",
     )  # fmt: skip
     search.add_argument(
         "--modified-after", metavar="WHEN",

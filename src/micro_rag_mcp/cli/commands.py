@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.core.address import StoreConfig
+from micro_rag_mcp.core.arguments import MAX_GLOBS
 from micro_rag_mcp.core.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -241,6 +242,10 @@ def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
 
     if not args.query.strip():
         raise InvalidArgument("QUERY must contain some text")
+    if len(args.path_glob or ()) > MAX_GLOBS:
+        raise InvalidArgument(
+            f"--path-glob may be given at most {MAX_GLOBS} times (got {len(args.path_glob)})"
+        )
     scope = parse_scope(args.path_glob, args.modified_after, args.modified_before, args.file_types)
     engine = _reader_engine(args)
     engine.load_model(timeout=300.0)

@@ -181,6 +181,22 @@ def test_index_notices_name_the_flag_the_person_typed(
     assert "path_glob" not in out.stdout + out.stderr
 
 
+def test_search_notices_name_the_flags_the_person_typed(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag(
+        "search", str(data), "tomatoes", "--path-glob", "reports/[2024*", "--file-types", "md"
+    )
+    assert out.returncode == 0, out.stderr
+    assert (
+        'note: the scope (--path-glob "reports/[2024*" and --file-types .md) matches no indexed '
+        'file; nothing was searched (a "[" without a closing "]" matches itself)'
+    ) in out.stderr
+    assert "path_glob" not in out.stdout + out.stderr
+    assert "file_types" not in out.stdout + out.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

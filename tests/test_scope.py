@@ -76,6 +76,18 @@ def test_a_scope_that_matches_no_file_says_so(engine: Engine, data: Path) -> Non
     outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob="nowhere/**"))
     assert outcome.hits == []
     assert any("matches no indexed file" in n and '"nowhere/**"' in n for n in outcome.notices)
+    assert not any('"["' in n for n in outcome.notices)
+
+
+def test_a_scope_with_an_unclosed_bracket_points_it_out(engine: Engine, data: Path) -> None:
+    _folder(data)
+    engine.reindex()
+    outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob=["loud/*", "quiet/[q1"]))
+    assert all(h.chunk.path.startswith("loud/") for h in outcome.hits)
+    assert not any("[" in n for n in outcome.notices)  # a scope with files is no puzzle
+    outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob="quiet/[q1*"))
+    notice = next(n for n in outcome.notices if "matches no indexed file" in n)
+    assert notice.endswith('(a "[" without a closing "]" matches itself)')
 
 
 @pytest.mark.parametrize(
@@ -146,7 +158,7 @@ def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
-    assert "modified_before must be an ISO 8601 date" in done.stderr
+    assert "micro-rag search: error: --modified-before must be an ISO 8601 date" in done.stderr
 
 
 def test_a_scope_resolved_before_a_change_takes_the_new_files(engine: Engine, data: Path) -> None:

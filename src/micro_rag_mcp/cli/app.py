@@ -197,8 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     search.add_argument(
         "--modified-after", metavar="WHEN",
-        help="Only files modified at or after WHEN, an ISO 8601 date or date-time (UTC "
-        "unless it names an offset).",
+        help="Only files modified at or after WHEN: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], "
+        "with Z or +HH:MM (UTC if none).",
     )  # fmt: skip
     search.add_argument(
         "--modified-before", metavar="WHEN", help="Only files modified before WHEN."

@@ -9,6 +9,7 @@ a whole-folder result afterwards would lose every passage that fell below ``top_
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 KNOWN_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
+# The extended forms only: a date, or a date and a time to the minute, second or a fraction,
+# with an optional UTC offset. Python reads more (2024-W01, 20240101, 2024-061), which a
+# caller is likelier to have meant otherwise than to have meant that.
+_WHEN = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?)?", re.ASCII
+)
+WHEN_FORMS = "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM"
 DATE_EXAMPLE = "2024-03-01 or 2024-03-01T12:00:00Z"
 
 
@@ -100,21 +108,23 @@ def parse_scope(
 
 
 def parse_time(name: str, text: str | None) -> int | None:
-    """An ISO 8601 date (its midnight) or date-time as ns since the epoch; UTC unless the
-    text names an offset."""
+    """An ISO 8601 date (its midnight) or date-time in the extended form (``WHEN_FORMS``)
+    as ns since the epoch; UTC unless the text names an offset."""
     if text is None:
         return None
     value = text.strip()
     try:
-        if "T" in value or " " in value or len(value) > 10:
-            moment = datetime.fromisoformat(value.replace("z", "Z"))
+        if not _WHEN.fullmatch(value):
+            raise ValueError(value)
+        if "T" in value:
+            moment = datetime.fromisoformat(value)
         else:
             day = date.fromisoformat(value)
             moment = datetime(day.year, day.month, day.day)
     except ValueError:
         raise InvalidArgument(
-            f"{name} must be an ISO 8601 date or date-time such as {DATE_EXAMPLE} "
-            f"(got {shown(text)})"
+            f"{name} must be an ISO 8601 date or date-time, {WHEN_FORMS}, such as "
+            f"{DATE_EXAMPLE} (got {shown(text)})"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

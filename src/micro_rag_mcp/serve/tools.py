@@ -225,7 +225,11 @@ async def search(
         Field(description="Only files matching this glob (or any of these), as reindex's."),
     ] = None,
     modified_after: Annotated[
-        str | None, Field(description="Only files modified at or after this ISO 8601 time.")
+        str | None,
+        Field(
+            description="Only files modified at or after this time: YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM[:SS], with Z or ±HH:MM (UTC if none)."
+        ),
     ] = None,
     modified_before: Annotated[
         str | None, Field(description="Only files modified before this ISO 8601 time.")

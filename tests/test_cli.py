@@ -197,6 +197,30 @@ def test_search_notices_name_the_flags_the_person_typed(
     assert "file_types" not in out.stdout + out.stderr
 
 
+def test_search_keeps_to_the_files_its_scope_flags_take(tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    names = ["keep/new.md", "keep/new.txt", "keep/old.md", "other/new.md"]
+    for name in names:
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(f"The lighthouse keeper logs the fog horn ({name}).\n")
+    old = time.mktime((2020, 1, 1, 0, 0, 0, 0, 0, -1))
+    os.utime(data / "keep" / "old.md", (old, old))
+    assert micro_rag("index", str(data)).returncode == 0
+
+    def found(*flags: str) -> list[str]:
+        out = micro_rag("search", str(data), "lighthouse fog horn", "-k", "10", "--json", *flags)
+        assert out.returncode == 0, out.stderr
+        return sorted(r["path"] for r in json.loads(out.stdout)["results"])
+
+    assert found() == names
+    scoped = found(
+        "--path-glob", "keep/new.*", "--path-glob", "keep/old.md",  # not other/
+        "--modified-after", "2021-06-01T00:00Z",  # not keep/old.md
+        "--file-types", "md,pdf",  # not keep/new.txt
+    )  # fmt: skip
+    assert scoped == ["keep/new.md"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -5,12 +5,16 @@
 //   npm install @modelcontextprotocol/sdk      (in a folder DIR; ES modules resolve from the script)
 //   cp scripts/ts_client_check.mjs DIR && node DIR/ts_client_check.mjs FOLDER [PYTHON]
 //
-// FOLDER is a data folder with at least one .md file; PYTHON runs the server
+// FOLDER is a data folder with at least one .md file (with more than 100 files, the list
+// is paged by its cursor; with a .pdf, a page of it is read); PYTHON runs the server
 // (default: .venv/bin/python). Prints one line per check and exits 1 on the first failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import { appendFileSync, readdirSync } from "node:fs";
+import {
+  ResourceListChangedNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { appendFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [folder, python = ".venv/bin/python"] = process.argv.slice(2);
@@ -21,22 +25,47 @@ const transport = new StdioClientTransport({
 });
 const client = new Client({ name: "ts-check", version: "1.0.0" });
 const updated = [];
+let listChanged = 0;
 client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated.push(n.params.uri));
+client.setNotificationHandler(ResourceListChangedNotificationSchema, () => listChanged++);
 await client.connect(transport);
 const ok = (what, detail = "") => console.log(`ok   ${what}${detail ? ": " + detail : ""}`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const added = join(folder, "ts-check-added.md");
 try {
   const caps = client.getServerCapabilities();
   ok("capabilities", JSON.stringify(caps.resources));
   const templates = await client.listResourceTemplates();
   ok("resources/templates/list", templates.resourceTemplates[0].uriTemplate);
-  let listed = [];
-  for (let i = 0; i < 100 && listed.length === 0; i++) {  // the start-up pass indexes first
-    listed = (await client.listResources()).resources;
-    if (listed.length === 0) await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 600; i++) {  // the start-up pass indexes first
+    const index = (await client.callTool({ name: "search", arguments: { query: "the" } })).structuredContent.index;
+    if (!index.indexing && index.model === "ready") break;
+    await sleep(500);
   }
+  const first = await client.listResources();
+  const listed = first.resources;
   ok("resources/list", `${listed.length} files, first ${listed[0].uri}`);
+  const all = [...listed];
+  let pages = 1;
+  for (let cursor = first.nextCursor; cursor; pages++) {
+    const next = await client.listResources({ cursor });
+    all.push(...next.resources);
+    cursor = next.nextCursor;
+  }
+  ok("resources/list paged by nextCursor", `${pages} pages, ${all.length} files`);
   const read = await client.readResource({ uri: listed[0].uri });
   ok("resources/read", `${read.contents[0].text.length} chars, _meta keys ${Object.keys(read.contents[0]._meta["micro-rag/read"]).length}`);
+  const range = await client.readResource({ uri: `${listed[0].uri}?char_start=2&char_end=30` });
+  const at = range.contents[0]._meta["micro-rag/read"];
+  if (range.contents[0].text.length !== 28 || at.char_start !== 2 || at.char_end !== 30) throw new Error(`range read: ${JSON.stringify(at)}`);
+  ok("resources/read ?char_start=2&char_end=30", JSON.stringify(range.contents[0].text));
+  const pdf = all.find((r) => r.name.endsWith(".pdf"));
+  if (pdf) {
+    const page = await client.readResource({ uri: `${pdf.uri}?page=2` });
+    const where = page.contents[0]._meta["micro-rag/read"];
+    if (where.page !== 2) throw new Error(`page read: ${JSON.stringify(where)}`);
+    ok(`resources/read ?page=2 of ${pdf.name}`, `page ${where.page}, chars ${where.char_start}-${where.char_end}`);
+  }
   const done = await client.complete({
     ref: { type: "ref/resource", uri: templates.resourceTemplates[0].uriTemplate },
     argument: { name: "path", value: listed[0].name.slice(0, 1) },
@@ -60,9 +89,19 @@ try {
   ok("notifications/resources/updated", updated[0]);
   await client.unsubscribeResource({ uri: listed[0].uri });
   ok("resources/unsubscribe");
+  const before = listChanged;
+  writeFileSync(added, "# Added\n\nA note the TypeScript check adds.\n");
+  await client.callTool({ name: "reindex", arguments: {} });
+  for (let i = 0; i < 200 && listChanged === before; i++) await sleep(100);
+  if (listChanged === before) throw new Error("no notifications/resources/list_changed");
+  ok("notifications/resources/list_changed", "a file added");
+  const refused = await client.callTool({ name: "search", arguments: { query: "x", top_k: 99 } });
+  if (!refused.isError) throw new Error("top_k 99 was not refused");
+  ok("tools/call with a bad argument: isError", refused.content[0].text);
 } catch (e) {
   console.log(`FAIL ${e.stack ?? e}`);
   process.exitCode = 1;
 } finally {
+  rmSync(added, { force: true });
   await client.close();
 }

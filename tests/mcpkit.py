@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client._transport import TransportStreams
+from mcp.server import MCPServer, Server
+from mcp.server.runner import serve_dual_era_loop
+from mcp.shared.memory import create_client_server_memory_streams
 
 from micro_rag_mcp.serve.server import build_server
 from tests.conftest import DEADLINE_S, make_settings
@@ -88,6 +94,29 @@ def run_client(
             return await fn(client)
 
     return anyio.run(main)
+
+
+@asynccontextmanager
+async def one_run(server: MCPServer[Any]) -> AsyncIterator[Callable[..., Client]]:
+    """One run of ``server`` (its lifespan entered once) and a maker of clients that are
+    sessions of that run, as a server over HTTP has many: each a ``Client`` (with the
+    options given) over streams of its own, in the era its ``mode`` opens with."""
+    low = server._lowlevel_server  # the SDK's loop serves the low-level server
+    async with low.lifespan(low) as state:
+        yield lambda **options: Client(_session(low, state), **options)
+
+
+@asynccontextmanager
+async def _session(low: Server[Any], state: Any) -> AsyncIterator[TransportStreams]:
+    async with create_client_server_memory_streams() as (client_streams, (read, write)):
+        options = low.create_initialization_options()
+        serve = partial(serve_dual_era_loop, low, read, write, lifespan_state=state)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(partial(serve, init_options=options))
+            try:
+                yield client_streams
+            finally:
+                await client_streams[1].aclose()  # the server's loop ends at end of input
 
 
 def stdio_params(

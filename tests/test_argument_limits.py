@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from micro_rag_mcp.cli.app import main as cli_main
-from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS
+from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_GLOBS, MAX_PATH_CHARS, MAX_QUERY_CHARS
 from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -42,6 +42,7 @@ def error_of(client: tuple[Portal, Client], tool: str, args: dict[str, Any]) -> 
     [
         ("search", "query", MAX_QUERY_CHARS, {}),
         ("reindex", "path_glob", MAX_GLOB_CHARS, {}),
+        ("search", "path_glob", MAX_GLOB_CHARS, {"query": "tea"}),
         ("read", "path", MAX_PATH_CHARS, {}),
     ],
 )
@@ -52,6 +53,36 @@ def test_a_string_over_its_limit_is_refused_naming_the_limit(
     message = error_of(client, tool, {name: "a" * length, **extra})
     assert message == (
         f"Error executing tool {tool}: {name} must be at most {limit:,} characters (got {length:,})"
+    )
+
+
+def test_a_search_path_glob_list_has_a_limit_on_its_length_and_its_patterns(
+    client: tuple[Portal, Client],
+) -> None:
+    many = error_of(client, "search", {"query": "tea", "path_glob": ["*.txt"] * (MAX_GLOBS + 1)})
+    assert many == (
+        f"Error executing tool search: path_glob must hold at most {MAX_GLOBS} items "
+        f"(got {MAX_GLOBS + 1})"
+    )
+    long = error_of(client, "search", {"query": "tea", "path_glob": ["*.txt", "a" * 5_000]})
+    assert long == (
+        "Error executing tool search: path_glob[1] must be at most "
+        f"{MAX_GLOB_CHARS:,} characters (got 5,000)"
+    )
+    portal, c = client
+    at_limit = ["*.txt", *(f"none/{i}" for i in range(MAX_GLOBS - 1))]
+    result = portal.call(c.call_tool, "search", {"query": "tea", "path_glob": at_limit})
+    assert not result.is_error
+
+
+def test_a_search_path_glob_of_the_wrong_type_is_told_what_it_may_be(
+    client: tuple[Portal, Client],
+) -> None:
+    assert error_of(client, "search", {"query": "tea", "path_glob": 3}).endswith(
+        "path_glob must be a string or a list of strings or null (got 3)"
+    )
+    assert error_of(client, "search", {"query": "tea", "path_glob": ["a", 3]}).endswith(
+        "path_glob[1] must be a string (got 3)"
     )
 
 
@@ -73,6 +104,7 @@ def test_an_unknown_argument_with_a_huge_value_is_refused_briefly(
     [
         (["search", "FOLDER", "q" * 3_000], MAX_QUERY_CHARS),
         (["index", "FOLDER", "--glob", "g" * 5_000], MAX_GLOB_CHARS),
+        (["search", "FOLDER", "q", "--path-glob", "g" * 5_000], MAX_GLOB_CHARS),
         (["read", "FOLDER", "p" * 5_000], MAX_PATH_CHARS),
     ],
 )
@@ -86,6 +118,19 @@ def test_the_cli_refuses_a_string_over_its_limit(
     err = capsys.readouterr().err
     assert f"must be at most {limit:,} characters (got " in err
     assert len(err) < 300
+
+
+def test_the_cli_refuses_more_path_globs_than_the_tool_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", str(tmp_path), "q"]
+    for i in range(MAX_GLOBS + 1):
+        argv += ["--path-glob", f"f{i}/*"]
+    assert cli_main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"micro-rag search: error: --path-glob may be given at most {MAX_GLOBS} times "
+        f"(got {MAX_GLOBS + 1})\n"
+    )
 
 
 def test_the_cli_says_how_to_read_a_name_that_starts_with_a_dash(

@@ -181,6 +181,46 @@ def test_index_notices_name_the_flag_the_person_typed(
     assert "path_glob" not in out.stdout + out.stderr
 
 
+def test_search_notices_name_the_flags_the_person_typed(
+    indexed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    data, _ = indexed
+    out = micro_rag(
+        "search", str(data), "tomatoes", "--path-glob", "reports/[2024*", "--file-types", "md"
+    )
+    assert out.returncode == 0, out.stderr
+    assert (
+        'note: the scope (--path-glob "reports/[2024*" and --file-types .md) matches no indexed '
+        'file; nothing was searched (a "[" without a closing "]" matches itself)'
+    ) in out.stderr
+    assert "path_glob" not in out.stdout + out.stderr
+    assert "file_types" not in out.stdout + out.stderr
+
+
+def test_search_keeps_to_the_files_its_scope_flags_take(tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    names = ["keep/new.md", "keep/new.txt", "keep/old.md", "other/new.md"]
+    for name in names:
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(f"The lighthouse keeper logs the fog horn ({name}).\n")
+    old = time.mktime((2020, 1, 1, 0, 0, 0, 0, 0, -1))
+    os.utime(data / "keep" / "old.md", (old, old))
+    assert micro_rag("index", str(data)).returncode == 0
+
+    def found(*flags: str) -> list[str]:
+        out = micro_rag("search", str(data), "lighthouse fog horn", "-k", "10", "--json", *flags)
+        assert out.returncode == 0, out.stderr
+        return sorted(r["path"] for r in json.loads(out.stdout)["results"])
+
+    assert found() == names
+    scoped = found(
+        "--path-glob", "keep/new.*", "--path-glob", "keep/old.md",  # not other/
+        "--modified-after", "2021-06-01T00:00Z",  # not keep/old.md
+        "--file-types", "md,pdf",  # not keep/new.txt
+    )  # fmt: skip
+    assert scoped == ["keep/new.md"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

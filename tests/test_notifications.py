@@ -14,9 +14,10 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+from mcp_types import ResourceListChangedNotification
 
 from micro_rag_mcp.serve.resource_uri import resource_uri
-from tests.mcpkit import run_client, stdio_params, wait_idle
+from tests.mcpkit import run_client, stdio_params, until, wait_idle
 
 DEADLINE_S = 60.0
 
@@ -95,29 +96,75 @@ def test_subscribers_hear_of_an_edit_a_delete_and_a_rename_with_watching_on(
     assert uris["other.md"] not in said
 
 
-def test_with_no_watch_only_a_reindex_brings_notifications(tmp_path: Path) -> None:
+def test_with_no_watch_nothing_is_sent_until_a_reindex_takes_the_change(tmp_path: Path) -> None:
+    """The folder starts empty, so no start-up pass has news to tell apart. The barrier:
+    later.md, made and reindexed alone after the edit, is announced; whatever would have
+    been sent of the edit before that would have come first."""
     data = tmp_path / "docs"
     data.mkdir()
-    uris = _three(data)
+    edited, later = resource_uri("edited.md"), resource_uri("later.md")
 
-    async def main() -> tuple[dict[str, str], list[str]]:
+    async def main() -> tuple[list[str], str, dict[str, str], dict[str, str]]:
         async with Client(stdio_params(data, "--no-watch")) as client:
             await wait_idle(client)
-            async with client.listen(resource_subscriptions=[uris["edited.md"]]) as events:
+            async with client.listen(resource_subscriptions=[edited, later]) as events:
+                (data / "edited.md").write_text("# Edited\n\nThe first version of this note.\n")
+                await client.call_tool("reindex", {})
+                await _collect(client, events, lambda said, _: "first" in said.get(edited, ""))
                 (data / "edited.md").write_text("# Edited\n\nThe second version of this note.\n")
                 out = await client.call_tool("search", {"query": "edited note"})
                 stale = [r["path"] for r in out.structured_content["results"] if r["stale"]]  # type: ignore[index]
-                # seen changed on disk, not indexed: the text stays the first version...
-                before = await _text(client, uris["edited.md"])
-                await client.call_tool("reindex", {})  # ...until a reindex
-                said, _ = await _collect(
-                    client, events, lambda said, _: NEW in said.get(uris["edited.md"], "")
+                before = await _text(client, edited)  # seen changed on disk, not indexed
+                (data / "later.md").write_text("# Later\n\nMade after the edit.\n")
+                await client.call_tool("reindex", {"path_glob": "later.md"})
+                between, _ = await _collect(client, events, lambda said, _: later in said)
+                await client.call_tool("reindex", {})
+                after, _ = await _collect(
+                    client, events, lambda said, _: NEW in said.get(edited, "")
                 )
-                return said, [*stale, before]
+                return stale, before, between, after
 
-    said, (*stale, before) = anyio.run(main)
+    stale, before, between, after = anyio.run(main)
     assert stale == ["edited.md"] and NEW not in before
-    assert NEW in said[uris["edited.md"]]
+    assert set(between) == {later}
+    assert NEW in after[edited]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_file_added_while_watching_changes_the_list_for_either_revision(
+    tmp_path: Path, mode: str
+) -> None:
+    """A listen stream that asked for list changes (2026-07-28), or a session of an
+    earlier revision, is told once a file is added (the folder starts empty: nothing else
+    changes the list), and the list then holds it."""
+    data = tmp_path / "docs"
+    data.mkdir()
+    heard: list[Any] = []
+
+    async def keep(message: Any) -> None:
+        heard.append(message)
+
+    async def main() -> tuple[bool | None, list[str]]:
+        async with Client(stdio_params(data), mode=mode, message_handler=keep) as client:
+            await wait_idle(client)
+            declared = client.server_capabilities.resources
+            if mode == "legacy":
+                (data / "added.md").write_text("# Added\n\nA note that came later.\n")
+                await until(
+                    lambda: any(isinstance(m, ResourceListChangedNotification) for m in heard),
+                    "notifications/resources/list_changed",
+                    DEADLINE_S,
+                )
+            else:
+                async with client.listen(resources_list_changed=True) as events:
+                    (data / "added.md").write_text("# Added\n\nA note that came later.\n")
+                    with anyio.fail_after(DEADLINE_S):
+                        assert await events.__anext__() == ResourcesListChanged()
+            listed = [r.name for r in (await client.list_resources()).resources]
+            return (declared.list_changed if declared is not None else None), listed
+
+    declared, listed = anyio.run(main)
+    assert declared is True and listed == ["added.md"]
 
 
 @pytest.mark.parametrize("watch", ["auto", "poll"])

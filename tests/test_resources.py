@@ -13,13 +13,17 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp_types import ResourceTemplateReference, ResourceUpdatedNotification
+from mcp_types import (
+    ResourceListChangedNotification,
+    ResourceTemplateReference,
+    ResourceUpdatedNotification,
+)
 
 from micro_rag_mcp.serve.resource_uri import TEMPLATE, resource_uri
 from micro_rag_mcp.serve.server import build_server
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
-from tests.mcpkit import run_client, wait_idle
+from tests.mcpkit import one_run, run_client, until, wait_idle
 
 DEADLINE_S = 30.0
 
@@ -234,6 +238,107 @@ def test_an_earlier_revision_subscribes_with_resources_subscribe(data: Path) -> 
     text = anyio.run(main)
     updates = {m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification)}
     assert updates == {comets} and "Their tails point away." in text
+
+
+async def _text_of(client: Client, uri: str) -> str:
+    try:
+        return str((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+    except MCPError as e:
+        return str(e)
+
+
+def _updates(heard: list[Any]) -> list[str]:
+    return [m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification)]
+
+
+def test_sessions_that_did_not_subscribe_to_a_file_hear_nothing_of_it(data: Path) -> None:
+    """Three sessions of one run: one listens for comets.md; one of an earlier revision
+    subscribes to nothing, and one listens for later.md only. Each of those two then hears
+    of later.md, made once comets.md's change was announced: what they were sent of that
+    change would have come before (each session's messages keep their order)."""
+    (data / "notes").mkdir()  # empty at the start: no start-up pass's news to tell apart
+    comets, later = resource_uri("notes/comets.md"), resource_uri("notes/later.md")
+    legacy: list[Any] = []
+
+    async def keep(message: Any) -> None:
+        legacy.append(message)
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with (
+            one_run(build_server(make_settings(data), FakeEmbedder)) as connect,
+            connect() as first,
+            connect(mode="legacy", message_handler=keep) as earlier,
+            connect() as third,
+        ):
+            await wait_idle(first)
+            async with (
+                first.listen(resource_subscriptions=[comets]) as news,
+                third.listen(resource_subscriptions=[later]) as third_news,
+            ):
+
+                async def says(uri: str, words: str) -> bool:
+                    return words in await _text_of(first, uri)
+
+                (data / "notes" / "comets.md").write_text("# Comets\n\nTails of dust.\n")
+                await first.call_tool("reindex", {})
+                got = await _until(news, lambda: says(comets, "dust"))
+                await until(  # the earlier revision's session is greeted: told of the new file
+                    lambda: any(isinstance(m, ResourceListChangedNotification) for m in legacy),
+                    "the earlier revision's session heard that the list changed",
+                )
+                (data / "notes" / "comets.md").write_text("# Comets\n\nTails of gas.\n")
+                await first.call_tool("reindex", {})
+                got += await _until(news, lambda: says(comets, "gas"))
+
+                (data / "notes" / "later.md").write_text("# Later\n\nThe barrier.\n")
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await earlier.subscribe_resource(later)
+                await first.call_tool("reindex", {})
+                third_got = await _until(third_news, lambda: says(later, "barrier"))
+                await until(lambda: later in _updates(legacy), "it heard of later.md")
+                return got, third_got
+
+    got, third_got = anyio.run(main)
+    assert set(got) == {ResourceUpdated(uri=comets)}
+    assert third_got == [ResourceUpdated(uri=later)]
+    assert _updates(legacy) == [later]
+
+
+def test_an_earlier_revision_unsubscribes_and_hears_of_added_files(data: Path) -> None:
+    """A second ``resources/subscribe`` of a URI is the same subscription, and one
+    ``resources/unsubscribe`` ends it; the server declares ``listChanged`` and a file
+    added is told (after the updates of the same change: the barrier for a.md)."""
+    (data / "notes").mkdir()  # empty at the start: no start-up pass's news to tell apart
+    a, b = resource_uri("notes/a.md"), resource_uri("notes/b.md")
+    heard: list[Any] = []
+
+    async def keep(message: Any) -> None:
+        heard.append(message)
+
+    def listed() -> int:
+        return sum(isinstance(m, ResourceListChangedNotification) for m in heard)
+
+    async def main() -> bool | None:
+        server = build_server(make_settings(data), FakeEmbedder)
+        async with Client(server, mode="legacy", message_handler=keep) as client:
+            await wait_idle(client)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for uri in (a, a, b):
+                    await client.subscribe_resource(uri)
+                await client.unsubscribe_resource(a)
+            (data / "notes" / "a.md").write_text("# A\n\nFirst.\n")
+            await client.call_tool("reindex", {})
+            await until(lambda: listed() == 1, "the list changed: a.md was added")
+            (data / "notes" / "b.md").write_text("# B\n\nSecond.\n")
+            await client.call_tool("reindex", {})
+            await until(lambda: listed() == 2 and b in _updates(heard), "b.md was announced")
+            capabilities = client.server_capabilities.resources
+            return capabilities.list_changed if capabilities is not None else None
+
+    assert anyio.run(main) is True
+    assert _updates(heard) == [b]
 
 
 class _Heard:

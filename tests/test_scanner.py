@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.ingest.ignore import ignored, parse_rules
@@ -98,6 +101,48 @@ def test_path_glob_with_a_bad_range_is_a_clear_error(pattern: str) -> None:
 
 def test_path_glob_brackets_inside_a_class_are_literal() -> None:
     assert PathGlob("[[:a]b.txt").matches(":b.txt")
+
+
+def _plainly(parts: list[str], names: list[str]) -> bool:
+    """What a glob means, name by name: ``**`` any number of names (one at least at the
+    end), any other part one name as ``fnmatch`` reads it; a glob that runs out first
+    names a folder, and takes what is below it."""
+    if not parts:
+        return True
+    if not names:
+        return False
+    if parts[0] == "**":
+        return len(parts) == 1 or _plainly(parts[1:], names) or _plainly(parts, names[1:])
+    return fnmatchcase(names[0], parts[0]) and _plainly(parts[1:], names[1:])
+
+
+_names = st.lists(st.text("ab[]", min_size=1, max_size=5), min_size=1, max_size=5)
+_parts = st.lists(st.just("**") | st.text("ab*?[]", min_size=1, max_size=5), max_size=4)
+
+
+@given(parts=_parts.filter(bool), names=_names)
+def test_path_glob_means_what_it_says_name_by_name(parts: list[str], names: list[str]) -> None:
+    assert PathGlob("/".join(parts)).matches("/".join(names)) is _plainly(parts, names)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("*" * 40 + "x", "a" * 200, False),
+        ("*a" * 40 + "x", "a" * 200, False),
+        ("*a" * 40, "a" * 200, True),
+        ("[ab]*" * 40 + "x", "ab" * 100, False),
+        ("**/" * 40 + "x", "a/" * 100 + "b", False),
+        ("**/a/" * 40 + "x", "a/" * 100 + "b", False),
+        ("**/a/" * 40 + "b", "a/" * 100 + "b", True),
+    ],
+)
+def test_no_glob_makes_matching_backtrack_without_end(pattern: str, path: str, hit: bool) -> None:
+    """Written plainly as expressions, each of these takes longer than anyone waits: every
+    way of sharing the name among the stars, or the folders among the ``**``, is tried."""
+    assert PathGlob(pattern).matches(path) is hit
+    rule = parse_rules([pattern])[0]  # a .gitignore in the folder is read the same way
+    assert rule.matches(path, is_dir=False) is hit
 
 
 def test_a_folder_that_cannot_be_listed_is_reported(

@@ -76,6 +76,18 @@ def test_a_scope_that_matches_no_file_says_so(engine: Engine, data: Path) -> Non
     outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob="nowhere/**"))
     assert outcome.hits == []
     assert any("matches no indexed file" in n and '"nowhere/**"' in n for n in outcome.notices)
+    assert not any('"["' in n for n in outcome.notices)
+
+
+def test_a_scope_with_an_unclosed_bracket_points_it_out(engine: Engine, data: Path) -> None:
+    _folder(data)
+    engine.reindex()
+    outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob=["loud/*", "quiet/[q1"]))
+    assert all(h.chunk.path.startswith("loud/") for h in outcome.hits)
+    assert not any("[" in n for n in outcome.notices)  # a scope with files is no puzzle
+    outcome = engine.search("comet", 5, 0.0, parse_scope(path_glob="quiet/[q1*"))
+    notice = next(n for n in outcome.notices if "matches no indexed file" in n)
+    assert notice.endswith('(a "[" without a closing "]" matches itself)')
 
 
 @pytest.mark.parametrize(
@@ -85,6 +97,14 @@ def test_a_scope_that_matches_no_file_says_so(engine: Engine, data: Path) -> Non
         ({"path_glob": ["ok/*", "../up"]}, "leave the data folder"),
         ({"path_glob": ""}, "must not be empty"),
         ({"modified_after": "yesterday"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-W01"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "20240101"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-061"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-03-01 12:00"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-03-01T12"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-03-01T1200"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-03-01+01:00"}, "modified_after must be an ISO 8601 date"),
+        ({"modified_after": "2024-03-01T12:00:00+0100"}, "modified_after must be an ISO 8601"),
         ({"modified_before": "2024-13-01"}, "modified_before must be an ISO 8601 date"),
         ({"modified_after": "2024-02-01", "modified_before": "2024-01-01"}, "must be earlier"),
         ({"file_types": ["exe"]}, "neither a supported suffix nor a group"),
@@ -101,6 +121,24 @@ def test_a_date_is_its_midnight_in_utc_unless_an_offset_is_named() -> None:
     assert parse_time("t", "1970-01-02") == DAY
     assert parse_time("t", "1970-01-02T00:00:00Z") == DAY
     assert parse_time("t", "1970-01-02T02:00:00+02:00") == DAY
+
+
+def test_the_extended_forms_are_taken_to_the_minute_second_or_fraction() -> None:
+    minute = 60 * 10**9
+    assert parse_time("t", "1970-01-02T00:01") == DAY + minute
+    assert parse_time("t", "1970-01-02T00:01Z") == DAY + minute
+    assert parse_time("t", "1970-01-01T19:01-05:00") == DAY + minute
+    assert parse_time("t", " 1970-01-02T00:00:00.250Z ") == DAY + 250 * 10**6
+
+
+def test_a_refused_date_says_which_forms_are_taken() -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        parse_time("modified_after", "2024-W01")
+    assert str(caught.value) == (
+        "modified_after must be an ISO 8601 date or date-time, YYYY-MM-DD or "
+        "YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM, such as 2024-03-01 or "
+        '2024-03-01T12:00:00Z (got "2024-W01")'
+    )
 
 
 @pytest.mark.parametrize("size", [50, SUBSET_EXACT + 500])
@@ -146,7 +184,7 @@ def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
-    assert "modified_before must be an ISO 8601 date" in done.stderr
+    assert "micro-rag search: error: --modified-before must be an ISO 8601 date" in done.stderr
 
 
 def test_a_scope_resolved_before_a_change_takes_the_new_files(engine: Engine, data: Path) -> None:

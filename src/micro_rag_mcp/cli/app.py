@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from micro_rag_mcp import __version__
-from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_PATH_CHARS, MAX_QUERY_CHARS, too_long
+from micro_rag_mcp.core.arguments import (
+    MAX_GLOB_CHARS,
+    MAX_GLOBS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    too_long,
+)
 from micro_rag_mcp.core.errors import (
     ConfigError,
     InvalidArgument,
@@ -185,14 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: 0.2).",
     )  # fmt: skip
     search.add_argument(
-        "--path-glob", action="append", metavar="GLOB",
+        "--path-glob", action="append", type=_at_most(MAX_GLOB_CHARS), metavar="GLOB",
         help="Only files matching GLOB, relative to FOLDER (reindex's syntax); repeat for any "
-        "of several.",
+        f"of several (at most {MAX_GLOBS}).",
     )  # fmt: skip
     search.add_argument(
         "--modified-after", metavar="WHEN",
-        help="Only files modified at or after WHEN, an ISO 8601 date or date-time (UTC "
-        "unless it names an offset).",
+        help="Only files modified at or after WHEN: YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS], "
+        "with Z or +HH:MM (UTC if none).",
     )  # fmt: skip
     search.add_argument(
         "--modified-before", metavar="WHEN", help="Only files modified before WHEN."

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from micro_rag_mcp.core.address import StoreConfig
+from micro_rag_mcp.core.arguments import MAX_GLOBS
 from micro_rag_mcp.core.errors import ConfigError, InvalidArgument, MicroRagError
 from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_OVERLAP,
@@ -236,12 +237,19 @@ def _interruptible(engine: Store, work: Callable[[threading.Event], T]) -> T:
 
 
 def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
-    from micro_rag_mcp.search.scope import parse_scope
+    from micro_rag_mcp.search.scope import ScopeNames, parse_scope
     from micro_rag_mcp.serve.tool_results import search_result, wire
 
     if not args.query.strip():
         raise InvalidArgument("QUERY must contain some text")
-    scope = parse_scope(args.path_glob, args.modified_after, args.modified_before, args.file_types)
+    if len(args.path_glob or ()) > MAX_GLOBS:
+        raise InvalidArgument(
+            f"--path-glob may be given at most {MAX_GLOBS} times (got {len(args.path_glob)})"
+        )
+    flags = ScopeNames("--path-glob", "--modified-after", "--modified-before", "--file-types")
+    scope = parse_scope(
+        args.path_glob, args.modified_after, args.modified_before, args.file_types, flags
+    )
     engine = _reader_engine(args)
     engine.load_model(timeout=300.0)
     result = search_result(engine.search(args.query, args.top_k, args.threshold, scope))

@@ -25,6 +25,7 @@ _KINDS = {
     "float_type": "a number",
     "bool_type": "a boolean",
     "string_type": "a string",
+    "list_type": "a list of strings",
 }
 _BOUNDS = {"greater_than_equal", "less_than_equal"}
 _SHOWN_CHARS = 80  # of a value quoted back
@@ -35,6 +36,7 @@ _SHOWN_CHARS = 80  # of a value quoted back
 MAX_QUERY_CHARS = 2_000
 MAX_PATH_CHARS = 4_096
 MAX_GLOB_CHARS = 4_096
+MAX_GLOBS = 100  # the patterns of one search's path_glob, each matched against every path
 _NAMED_UNKNOWN = 10  # unknown names quoted back
 
 M = TypeVar("M", bound=BaseModel)
@@ -58,13 +60,18 @@ def check_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> dict[s
     try:
         checked = model.model_validate(_integral_numbers(model, arguments))
     except ValidationError as e:
-        raise InvalidArgument("\n".join(_sentences(model, e.errors()))) from None
+        raise InvalidArgument("\n".join(_sentences(model, e.errors(), arguments))) from None
     return checked.model_dump(by_alias=True, exclude_unset=True)
 
 
 def too_long(name: str, limit: int, length: int) -> str:
     """The sentence for a string over its limit, in tool calls and on the command line."""
     return f"{name} must be at most {limit:,} characters (got {length:,})"
+
+
+def too_many(name: str, limit: int, count: int) -> str:
+    """The sentence for a list over its limit."""
+    return f"{name} must hold at most {limit:,} items (got {count:,})"
 
 
 def shown(value: Any) -> str:
@@ -88,18 +95,21 @@ def _integral_numbers(model: type[BaseModel], arguments: dict[str, Any]) -> dict
     return out
 
 
-def _sentences(model: type[BaseModel], errors: list[ErrorDetails]) -> list[str]:
+def _sentences(
+    model: type[BaseModel], errors: list[ErrorDetails], arguments: dict[str, Any]
+) -> list[str]:
     fields = _fields_by_wire_name(model)
     sentences: list[str] = []
     named: set[str] = set()
     unknown: list[str] = []
-    for error in errors:
+    for error in sorted(errors, key=lambda e: not _fits(e, arguments)):
         name = str(error["loc"][0]) if error["loc"] else ""
         if error["type"] == "extra_forbidden":
             unknown.append(name)
         elif name not in named:  # one sentence per parameter: its first problem
             named.add(name)
-            sentences.append(_sentence(name, fields.get(name), error))
+            kinds = [_KINDS[e["type"]] for e in errors if _of_type(e, name)]
+            sentences.append(_sentence(name, fields.get(name), error, kinds))
     if unknown:
         plural = "s" if len(unknown) > 1 else ""
         names = ", ".join(shown(n) for n in unknown[:_NAMED_UNKNOWN])
@@ -111,14 +121,39 @@ def _sentences(model: type[BaseModel], errors: list[ErrorDetails]) -> list[str]:
     return sentences
 
 
-def _sentence(name: str, field: FieldInfo | None, error: ErrorDetails) -> str:
+def _fits(error: ErrorDetails, arguments: dict[str, Any]) -> bool:
+    """Whether the error is of the union member that fits the value sent: for a list, the
+    list's (its length, an item), so that a list is not told it must be a string."""
+    loc = error["loc"]
+    if len(loc) < 2 or not isinstance(arguments.get(str(loc[0])), list):
+        return True
+    return str(loc[1]).startswith("list[")
+
+
+def _of_type(error: ErrorDetails, name: str) -> bool:
+    """An error that the whole value of ``name`` (or of a member of its union) is not
+    of a type."""
+    loc = error["loc"]
+    return bool(loc) and str(loc[0]) == name and len(loc) <= 2 and error["type"] in _KINDS
+
+
+def _sentence(
+    name: str, field: FieldInfo | None, error: ErrorDetails, kinds: list[str] | None = None
+) -> str:
     kind, value = error["type"], error.get("input")
     if kind == "missing":
         return f"{name} is required"
+    index = next((p for p in error["loc"][1:] if isinstance(p, int)), None)
+    if index is not None:  # an item of a list: named with its place
+        name, field, kinds = f"{name}[{index}]", None, None
     got = f"(got {shown(value)})"
     if kind in _KINDS:
         nullable = field is not None and not field.is_required() and field.default is None
-        return f"{name} must be {_KINDS[kind]}{' or null' if nullable else ''} {got}"
+        allowed = " or ".join(dict.fromkeys(kinds or [_KINDS[kind]]))
+        return f"{name} must be {allowed}{' or null' if nullable else ''} {got}"
+    if kind == "too_long":  # a list
+        ctx = error.get("ctx") or {}
+        return too_many(name, int(ctx["max_length"]), int(ctx["actual_length"]))
     if kind in _BOUNDS and field is not None and (bounds := _range(field)):
         return f"{name} must be {bounds} {got}"
     if kind == "string_too_short":

@@ -97,20 +97,53 @@ def glob_regex(parts: list[str], *, gitignore: bool) -> str:
 
     ``gitignore`` adds git's extras: ``\\`` escapes the next character and ``[^a]`` also
     negates. The path globs of ``reindex`` take ``\\`` and ``^`` literally.
+
+    The expression cannot backtrack without end, whatever the glob: what follows a ``*``
+    in a name, and the names that follow a ``**``, are matched at their first place, in
+    atomic groups. That first place is always a right one: what stands between two stars
+    has a fixed length, so matching it later only leaves less for the rest. Written
+    plainly, forty stars and an ``x`` took longer than a day against one long name.
     """
-    out: list[str] = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
+    groups: list[list[str]] = [[]]  # the names before the first ``**``, and after each
+    for part in parts:
         if part == "**":
-            out.append(".*" if last else "(?:[^/]*/)*")
-            continue
-        out.append(_segment(part, gitignore) + ("" if last else "/"))
-    return "".join(out)
+            if groups[-1] or len(groups) == 1:  # ``**/**`` is one ``**``
+                groups.append([])
+        else:
+            groups[-1].append(_segment(part, gitignore))
+    head, *skipped = groups
+    out = "/".join(head) + ("/" if head and skipped else "")
+    for i, names in enumerate(skipped):
+        run = "/".join(names)
+        if not names:  # the glob ends with ``**``: anything below
+            out += ".*"
+        elif i < len(skipped) - 1:  # names between two ``**``, with the ``/`` after them
+            out += f"(?>(?:[^/]*/)*?{run}/)"
+        else:  # the last names: at the end, or wherever the caller lets them end
+            out += f"(?:[^/]*/)*{run}"
+    return out
 
 
 def _segment(seg: str, gitignore: bool) -> str:
+    """A name's expression; what follows each ``*`` but the last is found at its first
+    place (see ``glob_regex``), the rest at the name's end."""
+    chunks: list[list[str]] = [[]]
+    for piece in _pieces(seg, gitignore):
+        if piece is None:
+            chunks.append([])
+        else:
+            chunks[-1].append(piece)
+    first, *rest = ("".join(c) for c in chunks)
+    if not rest:
+        return first
+    *middle, last = rest
+    return first + "".join(f"(?>[^/]*?{m})" for m in middle if m) + f"[^/]*{last}"
+
+
+def _pieces(seg: str, gitignore: bool) -> list[str | None]:
+    """The expressions of a name's characters and classes, None for each ``*``."""
     negators = ("!", "^") if gitignore else ("!",)
-    out: list[str] = []
+    out: list[str | None] = []
     i = 0
     while i < len(seg):
         c = seg[i]
@@ -118,7 +151,7 @@ def _segment(seg: str, gitignore: bool) -> str:
             out.append(re.escape(seg[i + 1]))
             i += 1
         elif c == "*":
-            out.append("[^/]*")
+            out.append(None)
         elif c == "?":
             out.append("[^/]")
         elif (
@@ -135,4 +168,4 @@ def _segment(seg: str, gitignore: bool) -> str:
         else:
             out.append(re.escape(c))
         i += 1
-    return "".join(out)
+    return out

@@ -176,6 +176,15 @@ def _regular_file(entry: os.DirEntry[str], root: Path, rel: str) -> ScannedFile 
     return ScannedFile(rel, entry.path, st.st_size, st.st_mtime_ns)
 
 
+UNCLOSED_CLASS = ' (a "[" without a closing "]" matches itself)'
+
+
+def unclosed_class(pattern: str) -> bool:
+    """Whether a part of the glob opens a ``[`` class it never closes: the ``[`` is then
+    taken as itself, which its writer seldom means."""
+    return any(re.search(r"\[[^\]]*$", part) for part in pattern.replace("\\", "/").split("/"))
+
+
 class PathGlob:
     """A glob over paths relative to the data folder.
 

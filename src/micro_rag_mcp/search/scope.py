@@ -9,23 +9,42 @@ a whole-folder result afterwards would lose every passage that fell below ``top_
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.core.settings import EXT_GROUPS
-from micro_rag_mcp.ingest.scanner import PathGlob
+from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, PathGlob, unclosed_class
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 KNOWN_EXTS = frozenset(ext for group in EXT_GROUPS.values() for ext in group)
+# The extended forms only: a date, or a date and a time to the minute, second or a fraction,
+# with an optional UTC offset. Python reads more (2024-W01, 20240101, 2024-061), which a
+# caller is likelier to have meant otherwise than to have meant that.
+_WHEN = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?)?", re.ASCII
+)
+WHEN_FORMS = "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z or ±HH:MM"
 DATE_EXAMPLE = "2024-03-01 or 2024-03-01T12:00:00Z"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeNames:
+    """What the caller calls the four parts of a scope, for its notices and refusals
+    (the tool's parameters, or the command line's flags)."""
+
+    path_glob: str = "path_glob"
+    modified_after: str = "modified_after"
+    modified_before: str = "modified_before"
+    file_types: str = "file_types"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +58,7 @@ class SearchScope:
     after_ns: int | None = None
     before_ns: int | None = None
     exts: frozenset[str] | None = None
+    names: ScopeNames = field(default=ScopeNames(), compare=False)
 
     def matches(self, path: str, ext: str, mtime_ns: int) -> bool:
         if self.exts is not None and ext not in self.exts:
@@ -51,15 +71,15 @@ class SearchScope:
 
     def describe(self) -> str:
         """The scope as a caller wrote it, for a notice."""
-        parts: list[str] = []
+        names, parts = self.names, []
         if self.globs:
-            parts.append("path_glob " + ", ".join(shown(g.pattern) for g in self.globs))
+            parts.append(f"{names.path_glob} " + ", ".join(shown(g.pattern) for g in self.globs))
         if self.after_ns is not None:
-            parts.append(f"modified_after {_when(self.after_ns)}")
+            parts.append(f"{names.modified_after} {_when(self.after_ns)}")
         if self.before_ns is not None:
-            parts.append(f"modified_before {_when(self.before_ns)}")
+            parts.append(f"{names.modified_before} {_when(self.before_ns)}")
         if self.exts is not None:
-            parts.append("file_types " + ", ".join(sorted(self.exts)))
+            parts.append(f"{names.file_types} " + ", ".join(sorted(self.exts)))
         return " and ".join(parts)
 
 
@@ -68,47 +88,52 @@ def parse_scope(
     modified_after: str | None = None,
     modified_before: str | None = None,
     file_types: str | Sequence[str] | None = None,
+    names: ScopeNames = ScopeNames(),
 ) -> SearchScope | None:
     """The scope these arguments describe (None when they set none), or ``InvalidArgument``
-    with one sentence naming the argument at fault."""
+    with one sentence naming the argument at fault, as ``names`` calls it."""
     patterns = [path_glob] if isinstance(path_glob, str) else list(path_glob or ())
-    globs = tuple(PathGlob(p) for p in patterns)
-    after = parse_time("modified_after", modified_after)
-    before = parse_time("modified_before", modified_before)
+    globs = tuple(PathGlob(p, name=names.path_glob) for p in patterns)
+    after = parse_time(names.modified_after, modified_after)
+    before = parse_time(names.modified_before, modified_before)
     if after is not None and before is not None and after >= before:
         raise InvalidArgument(
-            f"modified_after ({modified_after}) must be earlier than modified_before "
-            f"({modified_before})"
+            f"{names.modified_after} ({modified_after}) must be earlier than "
+            f"{names.modified_before} ({modified_before})"
         )
-    exts = parse_file_types(file_types)
+    exts = parse_file_types(file_types, names.file_types)
     if not globs and after is None and before is None and exts is None:
         return None
-    return SearchScope(globs, after, before, exts)
+    return SearchScope(globs, after, before, exts, names)
 
 
 def parse_time(name: str, text: str | None) -> int | None:
-    """An ISO 8601 date (its midnight) or date-time as ns since the epoch; UTC unless the
-    text names an offset."""
+    """An ISO 8601 date (its midnight) or date-time in the extended form (``WHEN_FORMS``)
+    as ns since the epoch; UTC unless the text names an offset."""
     if text is None:
         return None
     value = text.strip()
     try:
-        if "T" in value or " " in value or len(value) > 10:
-            moment = datetime.fromisoformat(value.replace("z", "Z"))
+        if not _WHEN.fullmatch(value):
+            raise ValueError(value)
+        if "T" in value:
+            moment = datetime.fromisoformat(value)
         else:
             day = date.fromisoformat(value)
             moment = datetime(day.year, day.month, day.day)
     except ValueError:
         raise InvalidArgument(
-            f"{name} must be an ISO 8601 date or date-time such as {DATE_EXAMPLE} "
-            f"(got {shown(text)})"
+            f"{name} must be an ISO 8601 date or date-time, {WHEN_FORMS}, such as "
+            f"{DATE_EXAMPLE} (got {shown(text)})"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1_000_000) * 1000
 
 
-def parse_file_types(value: str | Sequence[str] | None) -> frozenset[str] | None:
+def parse_file_types(
+    value: str | Sequence[str] | None, name: str = "file_types"
+) -> frozenset[str] | None:
     """Suffixes (``pdf`` or ``.pdf``) and group names (``docs``, ``code``) as a set of
     suffixes; None when none are given."""
     items = value.split(",") if isinstance(value, str) else list(value or ())
@@ -123,13 +148,13 @@ def parse_file_types(value: str | Sequence[str] | None) -> frozenset[str] | None
         ext = item if item.startswith(".") else f".{item}"
         if ext not in KNOWN_EXTS:
             raise InvalidArgument(
-                f"file_types: {shown(raw)} is neither a supported suffix nor a group "
+                f"{name}: {shown(raw)} is neither a supported suffix nor a group "
                 f"({', '.join(EXT_GROUPS)})"
             )
         exts.add(ext)
     if not exts:
         if items:
-            raise InvalidArgument("file_types must name at least one suffix or group")
+            raise InvalidArgument(f"{name} must name at least one suffix or group")
         return None
     return frozenset(exts)
 
@@ -161,7 +186,11 @@ class Resolved:
         return not self.file_ids
 
     def notice(self) -> str:
-        return f"the scope ({self.scope.describe()}) matches no indexed file; nothing was searched"
+        notice = f"the scope ({self.scope.describe()}) matches no indexed file"
+        notice += "; nothing was searched"
+        if any(unclosed_class(g.pattern) for g in self.scope.globs):
+            notice += UNCLOSED_CLASS
+        return notice
 
 
 def resolve(catalog: FileRows, scope: SearchScope) -> Resolved:

@@ -9,15 +9,14 @@ high-level template answers neither with a page cursor nor with per-read ``_meta
 Notifications go out once the index reflects a change: ``follow`` polls the store's
 cheap version token (the catalog's write counter) and, when it moved, compares each
 file's indexed version with the last one seen. A changed, deleted or renamed file is a
-``resources/updated`` for its URI, an added or removed one a ``list_changed`` (on
-``subscriptions/listen`` streams: the SDK declares no ``listChanged`` to earlier
-revisions, so they are not sent one). Reading
+``resources/updated`` for its URI, an added or removed one a ``list_changed``. Reading
 the index rather than the watcher's events means every writer counts (the watcher, a
 ``reindex`` call, another process's pass over the same folder) and nothing is announced
 before its text can be read. Subscribers are of two eras: ``subscriptions/listen``
 streams (2026-07-28) get the events through the SDK's bus, which filters by each
-stream's URIs; sessions that sent ``resources/subscribe`` (earlier revisions) are kept
-here with their URIs. Nobody else is sent anything.
+stream's URIs and list changes; sessions of earlier revisions (``legacy``) get the
+updates of the URIs they sent ``resources/subscribe`` for, and every list change. Nobody
+else is sent anything.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ import anyio
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.context import ServerRequestContext
-from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
@@ -68,6 +66,7 @@ from mcp_types import (
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.listing import FileListing, IndexedFile
 from micro_rag_mcp.search.reading import MAX_CHARS
+from micro_rag_mcp.serve.legacy import LegacySessions, declare_list_changed
 from micro_rag_mcp.serve.resource_uri import TEMPLATE, resource_uri
 from micro_rag_mcp.serve.tool_results import SearchResult, read_result, wire
 from micro_rag_mcp.store import Store
@@ -92,14 +91,14 @@ _PARSED = UriTemplate.parse(TEMPLATE)
 
 class Documents:
     """The resources of one server: the store's listing while it runs, and the sessions
-    that subscribed (earlier protocol revisions) to which URIs."""
+    of earlier protocol revisions that are told of changes."""
 
     def __init__(self, bus: SubscriptionBus, follow_s: float = FOLLOW_S) -> None:
         self.bus = bus
         self.follow_s = follow_s
         self.listing: FileListing | None = None
+        self.legacy = LegacySessions()
         self._source: StoreSource | None = None
-        self._subscribed: dict[ServerSession, set[str]] = {}
         self._baseline: tuple[object, dict[str, str]] | None = None
 
     # -- life --------------------------------------------------------------------------
@@ -171,24 +170,19 @@ class Documents:
         for path in changed:
             uri = resource_uri(path)
             await self.bus.publish(ResourceUpdated(uri=uri))
-            for session, uris in list(self._subscribed.items()):
-                if uri in uris:
-                    await self._send(session, session.send_resource_updated(uri))
-        if before.keys() != after.keys():  # (the SDK declares no listChanged before 2026-07-28)
+            await self.legacy.updated(uri)
+        if before.keys() != after.keys():
             await self.bus.publish(ResourcesListChanged())
-
-    async def _send(self, session: ServerSession, sending: Any) -> None:
-        try:
-            await sending
-        except Exception as e:  # the client went away: forget its subscriptions
-            logger.info("dropping a session's subscriptions: %s", e)
-            self._subscribed.pop(session, None)
+            await self.legacy.list_changed()
 
     # -- handlers ------------------------------------------------------------------------
 
     def install(self, server: MCPServer[Any]) -> None:
-        """Answer the resource methods of ``server`` (replacing the SDK's own)."""
+        """Answer the resource methods of ``server`` (replacing the SDK's own), and tell
+        sessions of earlier revisions of list changes too."""
         low = server._lowlevel_server  # the SDK exposes its request handlers only there
+        declare_list_changed(low)
+        server.middleware.append(self.legacy)
         low.add_request_handler("resources/list", PaginatedRequestParams, self._list)
         low.add_request_handler("resources/templates/list", PaginatedRequestParams, self._templates)
         low.add_request_handler("resources/read", ReadResourceRequestParams, self._read)
@@ -250,16 +244,13 @@ class Documents:
         self, ctx: ServerRequestContext[Any], params: SubscribeRequestParams
     ) -> EmptyResult:
         _arguments(params.uri)  # only our own URIs
-        self._subscribed.setdefault(ctx.session, set()).add(params.uri)
+        self.legacy.subscribe(ctx.session, params.uri)
         return EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
-        uris = self._subscribed.get(ctx.session, set())
-        uris.discard(params.uri)
-        if not uris:
-            self._subscribed.pop(ctx.session, None)
+        self.legacy.unsubscribe(ctx.session, params.uri)
         return EmptyResult()
 
     async def _complete(

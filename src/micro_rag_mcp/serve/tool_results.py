@@ -7,7 +7,6 @@ say exactly the same thing. Nothing here imports ``mcp``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, Field
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.records import SkipGroup, SkipReason
 from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, unclosed_class
 from micro_rag_mcp.ingest.skipped import EXAMPLES
 from micro_rag_mcp.serve.jobs import JobState
 from micro_rag_mcp.serve.resource_uri import resource_uri
@@ -315,8 +315,8 @@ def _reindex_notices(
         f"{glob_name} {shown(path_glob)} matches no file of the {len(exts)} indexed types "
         "(--exts) in the data folder; nothing was read or removed"
     )
-    if any(re.search(r"\[[^\]]*$", part) for part in path_glob.split("/")):
-        notice += ' (a "[" without a closing "]" matches itself)'
+    if unclosed_class(path_glob):
+        notice += UNCLOSED_CLASS
     return [notice]
 
 

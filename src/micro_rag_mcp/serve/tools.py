@@ -25,6 +25,7 @@ from pydantic import Field
 
 from micro_rag_mcp.core.arguments import (
     MAX_GLOB_CHARS,
+    MAX_GLOBS,
     MAX_PATH_CHARS,
     MAX_QUERY_CHARS,
     check_arguments,
@@ -207,6 +208,9 @@ class StrictTool(Tool):
         return await super().run(checked, context, convert_result)
 
 
+Glob = Annotated[str, Field(max_length=MAX_GLOB_CHARS)]
+
+
 async def search(
     ctx: Context[Serving],
     query: Annotated[
@@ -217,11 +221,15 @@ async def search(
         float, Field(ge=0.0, le=1.0, description="Minimum cosine similarity.")
     ] = 0.2,
     path_glob: Annotated[
-        str | list[str] | None,
+        Glob | Annotated[list[Glob], Field(max_length=MAX_GLOBS)] | None,
         Field(description="Only files matching this glob (or any of these), as reindex's."),
     ] = None,
     modified_after: Annotated[
-        str | None, Field(description="Only files modified at or after this ISO 8601 time.")
+        str | None,
+        Field(
+            description="Only files modified at or after this time: YYYY-MM-DD or "
+            "YYYY-MM-DDTHH:MM[:SS], with Z or ±HH:MM (UTC if none)."
+        ),
     ] = None,
     modified_before: Annotated[
         str | None, Field(description="Only files modified before this ISO 8601 time.")

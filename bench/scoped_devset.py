@@ -26,9 +26,11 @@ from pathlib import Path
 
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.indexer import sync_files
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.search import hybrid_search
+from micro_rag_mcp.model.embedder import load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import parse_scope, resolve
 
@@ -44,6 +46,7 @@ def main() -> int:
     ap.add_argument("--glob", required=True, help="the path_glob to try, e.g. 'docx/**'")
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--top-k", type=int, default=10)
+    ap.add_argument("--model", action="store_true", help="both channels, the real encoder")
     args = ap.parse_args()
     docs = args.work / "docs"
     if not docs.exists():
@@ -54,8 +57,14 @@ def main() -> int:
         os.utime(path, (Y2020 + day * DAY_S, Y2020 + day * DAY_S))
     settings = Settings(data_folder=docs, index_folder=docs / "index", watch="off")
     settings.index_folder.mkdir(exist_ok=True)
+    engine = None
+    if args.model:
+        engine = Engine(settings, lambda: load_embedder(threads=len(os.sched_getaffinity(0))))
+        engine.load_model()
+        engine.reindex()
     catalog = Catalog.open(IndexPaths(settings.index_folder).catalog)
-    sync_files(catalog, settings)
+    if engine is None:
+        sync_files(catalog, settings)
     rng = random.Random(1)
     rows = [c for p in sorted(catalog.files()) for c in catalog.file_chunks(p, 0, 1 << 40)]
     queries = []
@@ -76,19 +85,26 @@ def main() -> int:
     for label, scope in cases:
         assert scope is not None
         within = resolve(catalog, scope)
-        full = inside = 0
+        full = inside = both = 0
         for q in queries:
-            hits = hybrid_search(
-                catalog, None, q, None, top_k=args.top_k, score_threshold=0.0, params=params,
-                within=within,
-            )  # fmt: skip
+            if engine is not None:
+                hits = engine.search(q, args.top_k, 0.0, scope).hits
+                both += any(len(h.channels) == 2 for h in hits)
+            else:
+                hits = hybrid_search(
+                    catalog, None, q, None, top_k=args.top_k, score_threshold=0.0,
+                    params=params, within=within,
+                ).hits  # fmt: skip
             full += len(hits) == args.top_k
             inside += all(scope.matches(h.chunk.path, h.chunk.ext, h.chunk.mtime_ns) for h in hits)
         print(
             f"{label:40} | {len(within.file_ids)} files, {within.chunk_ids.size} chunks | "
             f"top {args.top_k} full {full}/{len(queries)} | all in scope {inside}/{len(queries)}"
+            + (f" | a hit found by both channels {both}/{len(queries)}" if engine else "")
         )
     catalog.close()
+    if engine is not None:
+        engine.stop()
     return 0
 
 

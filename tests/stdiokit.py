@@ -39,9 +39,13 @@ class RawServer:
             self.log.append(raw.decode(errors="replace"))
 
     def read_one(self) -> dict[str, Any]:
-        """One line of stdout, read here (before ``start_reading``, if ever)."""
+        """The next answer on stdout, read here (before ``start_reading``, if ever);
+        notifications (the server tells a greeted client of added files) are skipped."""
         assert self.proc.stdout is not None
-        return json.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
+        while True:
+            message: dict[str, Any] = json.loads(self.proc.stdout.readline())
+            if "id" in message:
+                return message
 
     def start_reading(self) -> None:
         threading.Thread(target=self._read, daemon=True).start()
@@ -49,7 +53,9 @@ class RawServer:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
-            self.replies.put(json.loads(raw))
+            message = json.loads(raw)
+            if "id" in message:  # an answer, not a notification
+                self.replies.put(message)
 
     def send(self, *lines: bytes | dict[str, Any]) -> None:
         assert self.proc.stdin is not None

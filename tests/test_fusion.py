@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import hybrid_search
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
+from micro_rag_mcp.text.cjk import read_share
 from tests.fakes import FakeEmbedder
 
 
@@ -202,3 +204,27 @@ def test_no_good_match_only_when_neither_words_nor_meaning_match(
         found = engine.search(query, 5, 0.0)
         assert found.hits and not found.no_good_match, query
         assert not any(n.startswith("no good match") for n in found.notices)
+
+
+def test_a_query_in_cjk_is_ranked_by_its_words_and_a_mixed_one_keeps_some_vector_share() -> None:
+    # The English-only encoder's cosines do not follow the meaning of CJK text: 1 is the
+    # closest by cosine, 2 and 3 hold the query's words.
+    vector = [(1, 0.85), (2, 0.02), (3, 0.0)]
+    keyword = [(3, 6.0), (2, 5.5)]
+    c = candidates(vector, keyword)
+    assert fuse(c, SearchParams()).ranked[0] == 1  # an English query: the meaning leads
+    cjk = replace(c, read_share=read_share("图书馆的古籍"))
+    assert read_share("图书馆的古籍") == 0.0
+    assert fuse(cjk, SearchParams()).ranked[:2] == [3, 2]
+    assert fuse(replace(c, read_share=0.0), SearchParams(fusion="adaptive")).ranked[:2] == [3, 2]
+    mixed = read_share("富士山 Shinkansen")
+    assert 0.7 < mixed < 0.8  # ten Latin letters of thirteen
+    fused = fuse(replace(c, read_share=mixed), SearchParams()).fused
+    assert fused[1] > 0  # the vector channel still speaks for a mixed query
+
+
+def test_no_good_match_is_not_said_for_a_query_the_encoder_cannot_read() -> None:
+    weak = candidates([(1, 0.1), (2, 0.05)], [(2, 0.5)])
+    weak = replace(weak, keyword_idf=10.0)
+    assert fuse(weak, SearchParams()).no_good_match
+    assert not fuse(replace(weak, read_share=0.0), SearchParams()).no_good_match

@@ -34,7 +34,7 @@ from micro_rag_mcp.search.terms import (
     query_terms,
     searched_terms,
 )
-from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts
+from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
@@ -188,6 +188,7 @@ def search_beside(
                 vector_ran=side is not None,
                 keyword_ran=keyword_ran,
                 keyword_idf=keyword_idf,
+                read_share=read_share(query),
             ),
             params,
         )

@@ -20,7 +20,7 @@ from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence
 from micro_rag_mcp.milvus.rows import ChunkHit, stored_chunk
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import query_terms
-from micro_rag_mcp.text.cjk import query_gram_tokens
+from micro_rag_mcp.text.cjk import query_gram_tokens, read_share
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,6 +77,7 @@ def store_search(
             vector_ran=use_vectors,
             keyword_ran=bool(terms or grams),
             keyword_idf=keyword_idf,
+            read_share=read_share(query),
         ),
         params,
     )

@@ -32,6 +32,15 @@ def has_cjk(text: str) -> bool:
     return _RUN.search(text) is not None
 
 
+def read_share(text: str) -> float:
+    """The share of the text's letters that are not CJK characters: what of a query the
+    English-only encoder reads (1 for text without CJK, 0 for a query all in CJK; digits
+    count for neither: dates and sums in a Chinese case description leave it at 0)."""
+    cjk = sum(len(run) for run in _RUN.findall(text))
+    other = max(sum(ch.isalpha() for ch in text) - cjk, 0)
+    return 1.0 if cjk == 0 else other / (other + cjk)
+
+
 def bigrams(text: str) -> str:
     """The text's CJK runs as space-separated bigrams (a lone character stays one)."""
     grams: list[str] = []

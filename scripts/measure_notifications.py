@@ -29,7 +29,7 @@ from mcp.shared.subscriptions import ResourceUpdated
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from micro_rag_mcp.serve.resource_uri import resource_uri  # noqa: E402
-from tests.mcpkit import idle, stdio_params  # noqa: E402
+from tests.mcpkit import stdio_params, wait_complete  # noqa: E402
 
 
 async def _round(client: Client, data: Path, n: int) -> dict[str, tuple[float, bool]]:
@@ -71,7 +71,7 @@ async def main(rounds: int) -> None:
         for i in range(3 * rounds + 5):
             (data / f"note{i}.md").write_text(f"# Note {i}\n\nThe first text of note {i}.\n")
         async with Client(stdio_params(data)) as client:
-            await idle(client, 300)
+            await wait_complete(client, 300)
             times: dict[str, list[float]] = {"edit": [], "delete": [], "rename": []}
             for n in range(rounds):
                 for kind, (at, _) in (await _round(client, data, n)).items():

@@ -51,9 +51,13 @@ EMBED_NOW = 8
 
 # A CJK query of this many bigrams or more (a paragraph) is matched against whole files
 # (``with_documents``): a file that holds the whole description ranks above a passage
-# that holds part of it twice. LeCaRD dev, nDCG@10: passages 0.44, whole files 0.62, and
+# that holds part of it twice. LeCaRD dev, nDCG@10: passages 0.43, whole files 0.62, and
 # a fifth of the passage's score added to its file's lowered that (docs/benchmarks.md).
 DOCUMENT_GRAMS = 32
+# The whole-file match searches at most about this many pairs (repeats counted), the
+# rarest: a LeCaRD description holds 280 or so, and a query of 2,000 characters would
+# otherwise take ~900, 4.7 s on 9,088 cases (the common pairs have the longest lists).
+MAX_DOCUMENT_TERMS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,13 +250,18 @@ def with_documents(
 ) -> list[tuple[int, float]]:
     """The keyword hits of a long CJK query, ranked by their files' match of the whole
     query (``grams.py``): BM25 over each file's whole text for every pair of the query
-    not in most chunks, as often as the query holds it. Each of the best ``depth``
+    not in most chunks, as often as the query holds it (the rarest
+    ``MAX_DOCUMENT_TERMS``). Each of the best ``depth``
     files is represented by its best passage hit, or else its first chunk, with its
     file's score on the scale of the best passage's; a passage hit of any other file
     follows them, in its own order."""
-    kept = [g for g, n in counts.items() if shares.get(g, 0.0) <= COMMON_SHARE for _ in range(n)]
+    kept: list[str] = []
+    for gram in sorted(counts, key=lambda g: shares.get(g, 0.0)):  # the rarest first
+        if shares.get(gram, 0.0) > COMMON_SHARE or len(kept) >= MAX_DOCUMENT_TERMS:
+            break
+        kept += [gram] * counts[gram]
     documents = catalog.cjk_file_search(or_query(kept), depth, files) if kept else []
-    if not documents:
+    if not documents or documents[0][1] <= 0:
         return list(passages)
     heads = catalog.head_ids([cid for cid, _ in passages])
     best_passage: dict[int, tuple[int, float]] = {}  # a file's head -> its best passage hit

@@ -302,15 +302,7 @@ def _identifiers(args: argparse.Namespace, embedder: Embedder) -> LabSet:
 
     rnd = random.Random(args.seed)
     notes = make_notes(args.files, rnd)
-    pairs = make_queries(notes, args.tokens, rnd)
-    queries = {str(i): q for i, (q, _) in enumerate(pairs)}
-    qrels = {str(i): {want: 1} for i, (_, want) in enumerate(pairs)}
-    docs, index = args.work / "docs", args.work / "index"
-    settings = Settings(data_folder=docs, index_folder=index, exts=(".txt",))
-    cands = capture(settings, embedder, queries)
-    paths = chunk_paths(index)
-    shares = term_shares(index, queries)
-    return LabSet("identifiers", "identifiers", queries, qrels, cands, shares, paths, len(paths))
+    return _lookups("identifiers", make_queries(notes, args.tokens, rnd), args.work, embedder)
 
 
 def _notes(args: argparse.Namespace, embedder: Embedder) -> LabSet:
@@ -319,14 +311,19 @@ def _notes(args: argparse.Namespace, embedder: Embedder) -> LabSet:
     from bench.incident_notes import identifier_queries, make_notes
 
     pairs = identifier_queries(make_notes(args.files))
+    return _lookups("notes", pairs, args.work, embedder)
+
+
+def _lookups(name: str, pairs: Sequence[tuple[str, str]], work: Path, embedder: Embedder) -> LabSet:
+    """(query, the one file that holds its token) pairs over ``work``'s index of .txt."""
     queries = {str(i): q for i, (q, _) in enumerate(pairs)}
     qrels = {str(i): {want: 1} for i, (_, want) in enumerate(pairs)}
-    docs, index = args.work / "docs", args.work / "index"
+    docs, index = work / "docs", work / "index"
     settings = Settings(data_folder=docs, index_folder=index, exts=(".txt",))
     cands = capture(settings, embedder, queries)
     paths = chunk_paths(index)
     shares = term_shares(index, queries)
-    return LabSet("notes", "identifiers", queries, qrels, cands, shares, paths, len(paths))
+    return LabSet(name, "identifiers", queries, qrels, cands, shares, paths, len(paths))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
+from micro_rag_mcp.local.grams import FILE_GRAMS_KEY, whole_text
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.search import DOCUMENT_GRAMS, keyword_evidence
 from micro_rag_mcp.search.fusion import SearchParams
@@ -124,3 +124,11 @@ def test_a_catalog_made_before_the_whole_file_rows_gets_them_when_opened_for_wri
 def test_a_query_counts_a_repeated_pair_a_bounded_number_of_times() -> None:
     assert query_gram_counts("東京 東京 東京都") == {"東京": 3, "京都": 1}
     assert query_gram_counts("東京" * 5000) == {"東京": MAX_GRAM_REPEATS, "京東": MAX_GRAM_REPEATS}
+
+
+def test_the_whole_text_keeps_what_lay_between_two_chunks_apart() -> None:
+    # Chunks that do not touch (a line break between them): no pair is made across the gap.
+    rows = [(1, "", "姓名", 0, 2), (2, "", "张三", 3, 5)]
+    assert whole_text(rows).split("\n")[1:] == ["姓名", "张三"]
+    overlapping = [(1, "", "北京大学", 0, 4), (2, "", "大学图书", 2, 6)]
+    assert whole_text(overlapping) == "\n北京大学图书"

@@ -228,3 +228,10 @@ def test_no_good_match_is_not_said_for_a_query_the_encoder_cannot_read() -> None
     weak = replace(weak, keyword_idf=10.0)
     assert fuse(weak, SearchParams()).no_good_match
     assert not fuse(replace(weak, read_share=0.0), SearchParams()).no_good_match
+
+
+def test_a_query_in_cjk_that_no_word_matches_is_ranked_by_its_cosines() -> None:
+    # A Chinese question over an English folder: the keyword channel finds nothing, and the
+    # vector channel's order is all there is.
+    c = replace(candidates([(9, 0.3), (5, 0.7), (1, 0.9)], []), read_share=0.0)
+    assert fuse(c, SearchParams()).ranked == [1, 5, 9]

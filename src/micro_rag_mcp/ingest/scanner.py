@@ -182,7 +182,8 @@ UNCLOSED_CLASS = ' (a "[" without a closing "]" matches itself)'
 def unclosed_class(pattern: str) -> bool:
     """Whether a part of the glob opens a ``[`` class it never closes: the ``[`` is then
     taken as itself, which its writer seldom means."""
-    return any(re.search(r"\[[^\]]*$", part) for part in pattern.replace("\\", "/").split("/"))
+    parts = pattern.replace("\\", "/").split("/")
+    return any((at := part.rfind("[")) != -1 and "]" not in part[at + 1 :] for part in parts)
 
 
 class PathGlob:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from micro_rag_mcp.core.errors import IndexWriteError, MicroRagError
 from micro_rag_mcp.core.records import FileRecord, NewChunk
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY, backfill_file_grams, store_grams
+from micro_rag_mcp.local import grams
 from micro_rag_mcp.local.queries import CatalogQueries
 from micro_rag_mcp.text.vector_text import vector_key
 
@@ -84,11 +84,6 @@ CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
--- The bigrams of each file's whole text, for long CJK queries (grams.py); rowid = file id.
-CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
-CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
-    DELETE FROM files_cjk WHERE rowid = old.id;
-END;
 COMMIT;
 """
 
@@ -149,23 +144,27 @@ class Catalog(CatalogQueries):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(_SCHEMA)
+            conn.executescript(grams.FILE_GRAMS_SCHEMA)
             catalog = cls(conn, path)
             stored = catalog.get_meta("schema_version")
             if stored is None:
                 with catalog.transaction():
                     catalog.set_meta("schema_version", SCHEMA_VERSION)
                     catalog.set_meta("catalog_id", uuid.uuid4().hex)
-                    catalog.set_meta(FILE_GRAMS_KEY, "1")
+                    catalog.set_meta(grams.FILE_GRAMS_KEY, "1")
                 catalog.created = True
             elif stored in MIGRATES_FROM:
                 catalog._migrate(stored)
             elif stored != SCHEMA_VERSION:
                 raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
             conn.execute("CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey)")
-            if catalog.get_meta(FILE_GRAMS_KEY) is None:  # made before files_cjk
-                with catalog.transaction() as tx:
-                    backfill_file_grams(tx)
-                    catalog.set_meta(FILE_GRAMS_KEY, "1")
+            if catalog.get_meta(grams.FILE_GRAMS_KEY) is None:  # made before files_cjk
+                try:  # a full disk, a busy lock: the next open tries again
+                    with catalog.transaction() as tx:
+                        grams.backfill_file_grams(tx)
+                        catalog.set_meta(grams.FILE_GRAMS_KEY, "1")
+                except sqlite3.OperationalError as e:
+                    logger.warning("whole-file CJK rows not written (%s)", e)
             return catalog
         except CatalogCorrupt:
             conn.close()
@@ -321,7 +320,7 @@ class Catalog(CatalogQueries):
                     for c in chunks
                 ),
             )
-            store_grams(conn, file_id, chunks)
+            grams.store_grams(conn, file_id, chunks)
         return old
 
     def touch_file(self, path: str, size: int, mtime_ns: int) -> None:

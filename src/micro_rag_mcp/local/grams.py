@@ -21,6 +21,14 @@ from micro_rag_mcp.text.cjk import bigrams, has_cjk
 
 logger = logging.getLogger(__name__)
 
+# The bigrams of each file's whole text (rowid = file id), made beside the catalog's own.
+FILE_GRAMS_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
+    DELETE FROM files_cjk WHERE rowid = old.id;
+END;
+"""
+
 # The meta key that says every file's row in files_cjk is written (a catalog made before
 # the table gets them once, as it is opened for writing).
 FILE_GRAMS_KEY = "file_grams"
@@ -76,9 +84,11 @@ def _store_file_row(
 def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
     """A file's text from its chunks in order (id, title, text, char_start, char_end):
     the title once, and of each chunk only what the one before did not already hold."""
-    parts = []
+    parts: list[str] = []
     covered = 0
     for _, _, text, start, end in rows:
+        if start > covered and parts:  # what lay between two chunks (a line break, a space)
+            parts.append("\n")
         skip = max(0, covered - start)
         parts.append(text[skip:])
         covered = max(covered, end)

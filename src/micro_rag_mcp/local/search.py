@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.vectors import VectorStore
@@ -255,6 +256,8 @@ def with_documents(
     files is represented by its best passage hit, or else its first chunk, with its
     file's score on the scale of the best passage's; a passage hit of any other file
     follows them, in its own order."""
+    if catalog.get_meta(FILE_GRAMS_KEY) != "1":  # made before, its rows not all written yet
+        return list(passages)
     kept: list[str] = []
     for gram in sorted(counts, key=lambda g: shares.get(g, 0.0)):  # the rarest first
         if shares.get(gram, 0.0) > COMMON_SHARE or len(kept) >= MAX_DOCUMENT_TERMS:

@@ -37,7 +37,7 @@ def read_share(text: str) -> float:
     English-only encoder reads (1 for text without CJK, 0 for a query all in CJK; digits
     count for neither: dates and sums in a Chinese case description leave it at 0)."""
     cjk = sum(len(run) for run in _RUN.findall(text))
-    other = max(sum(ch.isalpha() for ch in text) - cjk, 0)
+    other = sum(ch.isalpha() and not _RUN.match(ch) for ch in text)
     return 1.0 if cjk == 0 else other / (other + cjk)
 
 

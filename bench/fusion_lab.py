@@ -314,12 +314,38 @@ def _notes(args: argparse.Namespace, embedder: Embedder) -> LabSet:
     return _lookups("notes", pairs, args.work, embedder)
 
 
-def _lookups(name: str, pairs: Sequence[tuple[str, str]], work: Path, embedder: Embedder) -> LabSet:
-    """(query, the one file that holds its token) pairs over ``work``'s index of .txt."""
+def _code_names(args: argparse.Namespace, embedder: Embedder) -> LabSet:
+    """Functions looked up by name in ``bench.retrieval --suffix .py``'s index of code:
+    ``--tokens`` names that stand in one file only, each alone and in a question."""
+    import re
+
+    docs = args.work / "docs"
+    defined: dict[str, str] = {}
+    files_of: dict[str, set[str]] = {}
+    for path in sorted(docs.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for word in set(re.findall(r"\w+", text)):
+            files_of.setdefault(word, set()).add(path.name)
+        for name in re.findall(r"^\s*def (\w+)\(", text, re.MULTILINE):
+            defined.setdefault(name, path.name)
+    unique = sorted(n for n, f in defined.items() if files_of[n] == {f} and len(n) > 3)
+    names = random.Random(args.seed).sample(unique, args.tokens)
+    pairs = [(q, defined[n]) for n in names for q in (n, f"What does {n} do?")]
+    return _lookups("code_names", pairs, args.work, embedder, (".py",))
+
+
+def _lookups(
+    name: str,
+    pairs: Sequence[tuple[str, str]],
+    work: Path,
+    embedder: Embedder,
+    exts: tuple[str, ...] = (".txt",),
+) -> LabSet:
+    """(query, the one file that holds its token) pairs over ``work``'s index of ``exts``."""
     queries = {str(i): q for i, (q, _) in enumerate(pairs)}
     qrels = {str(i): {want: 1} for i, (_, want) in enumerate(pairs)}
     docs, index = work / "docs", work / "index"
-    settings = Settings(data_folder=docs, index_folder=index, exts=(".txt",))
+    settings = Settings(data_folder=docs, index_folder=index, exts=exts)
     cands = capture(settings, embedder, queries)
     paths = chunk_paths(index)
     shares = term_shares(index, queries)
@@ -331,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     cap = sub.add_parser("capture", help="record every query's candidates")
     cap.add_argument(
-        "--kind", choices=("beir", "folder", "identifiers", "notes", "foreign"), required=True
+        "--kind",
+        choices=("beir", "folder", "identifiers", "notes", "code-names", "foreign"),
+        required=True,
     )
     cap.add_argument("--dataset", type=Path)
     cap.add_argument("--qrels", default="qrels.tsv")
@@ -340,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cap.add_argument(
         "--files", type=int, default=300, help="identifiers, notes: as bench.identifiers, at_work"
     )
-    cap.add_argument("--tokens", type=int, default=50)
+    cap.add_argument("--tokens", type=int, default=50, help="identifiers, code-names: how many")
     cap.add_argument("--seed", type=int, default=5)
     cap.add_argument("--out", type=Path, required=True)
     choose = sub.add_parser("loco", help="choose the parameters leave-one-collection-out")
@@ -364,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "folder": _folder,
         "identifiers": _identifiers,
         "notes": _notes,
+        "code-names": _code_names,
         "foreign": _foreign,
     }[args.kind]
     lab = make(args, embedder)

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.results import Hit
+from micro_rag_mcp.core.settings import CODE_EXTS, DEFAULT_EXTS
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import hybrid_search
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 from micro_rag_mcp.text.cjk import read_share
+from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 
 
@@ -235,3 +237,79 @@ def test_a_query_in_cjk_that_no_word_matches_is_ranked_by_its_cosines() -> None:
     # vector channel's order is all there is.
     c = replace(candidates([(9, 0.3), (5, 0.7), (1, 0.9)], []), read_share=0.0)
     assert fuse(c, SearchParams()).ranked == [1, 5, 9]
+
+
+def test_plain_words_do_not_rank_code_but_an_identifier_does() -> None:
+    # 1 and 2 are functions close in meaning; 7 and 8 merely say the query's common words.
+    vector = [(1, 0.70), (2, 0.65), (7, 0.40), (8, 0.38)]
+    keyword = [(8, 6.0), (7, 4.0), (2, 1.0)]
+    c = replace(candidates(vector, keyword), code=frozenset({1, 2, 7, 8}))
+    assert fuse(c, SearchParams()).ranked == [1, 2, 7, 8]  # the vector channel's order
+    assert fuse(c, SearchParams(fusion="adaptive")).ranked == [1, 2, 7, 8]
+    # The same candidates as prose, or a query naming an identifier: the words count.
+    assert fuse(replace(c, code=frozenset()), SearchParams()).ranked[0] == 8
+    assert fuse(replace(c, identifier=True), SearchParams()).ranked[0] == 8
+
+
+def test_beside_prose_the_keyword_share_shrinks_with_the_share_of_code_it_matched() -> None:
+    vector = [(1, 0.70), (2, 0.65), (7, 0.40), (8, 0.38)]
+    keyword = [(8, 6.0), (7, 4.0), (2, 1.0)]  # 8 is prose, 7 and 2 are code
+    c = replace(candidates(vector, keyword), code=frozenset({1, 2, 7}))
+    fused = fuse(c, SearchParams(head_weight=0.0)).fused
+    k = 0.3 * (1 / 3)  # the common keyword share, for the one match of three that is prose
+    assert fused[8] == pytest.approx((1 - k) * 1.38 / 1.70 + k)
+    assert fused[1] == pytest.approx(1 - k)  # one scale for every candidate
+
+
+def test_code_without_a_vector_yet_keeps_its_keyword_match() -> None:
+    # While indexing: 9 has no vector, so nothing judges it by meaning but its words.
+    c = candidates([(1, 0.70), (2, 0.65)], [(9, 6.0), (2, 1.0)])
+    c = replace(c, code=frozenset({1, 2, 9}))
+    ranking = fuse(c, SearchParams())
+    assert ranking.ranked[0] == 9
+    # Once it has one, its file of code is judged by meaning like the rest.
+    whole = replace(c, cosine={**c.cosine, 9: 0.10})
+    assert fuse(whole, SearchParams()).ranked == [1, 2, 9]
+
+
+def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
+    data: Path, request: pytest.FixtureRequest
+) -> None:
+    # Every function says "value" and "list"; the one the question means shares more of
+    # its other words (the fake encoder's meaning is shared words).
+    (data / "README.md").write_text("# Utilities\n\nSmall helpers.")
+    for i in range(12):
+        (data / f"util_{i:02d}.py").write_text(
+            f"def helper_{i}(value, items):\n"
+            f"    # value list value list value list\n"
+            f"    return [value for value in items if value != {i}]\n"
+        )
+    (data / "sort_by_value.py").write_text(
+        "def sort_dict_by_value(mapping):\n"
+        "    # sort a dict by value, largest first\n"
+        "    return dict(sorted(mapping.items(), key=lambda kv: kv[1], reverse=True))\n"
+    )
+    engine = Engine(make_settings(data, exts=(*DEFAULT_EXTS, *CODE_EXTS)), FakeEmbedder)
+    engine.load_model()
+    request.addfinalizer(engine.stop)
+    engine.reindex()
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:
+        ids, _ = catalog.id_keys()
+        rows = catalog.fetch(ids.tolist())
+        code = catalog.code_chunks(ids.tolist())
+        assert {rows[int(c)].path for c in code} == {p.name for p in data.glob("*.py")}
+        assert len(code) < len(ids)  # the Markdown note is not code
+    finally:
+        catalog.close()
+    query = "sort a dict by value list"
+    hybrid = [h.chunk.path for h in engine.search(query, 14, -1.0).hits]
+    engine.params = SearchParams(channels=("vector",))
+    by_meaning = [h.chunk.path for h in engine.search(query, 14, -1.0).hits]
+    engine.params = SearchParams(channels=("keyword",))
+    by_words = [h.chunk.path for h in engine.search(query, 14, -1.0).hits]
+    engine.params = SearchParams()
+    assert by_words[:3] != by_meaning[:3]  # the channels disagree
+    assert hybrid == by_meaning  # and over code, the meaning ranks
+    # An identifier is found by its exact name, wherever its meaning ranks it.
+    assert engine.search("helper_7", 3, -1.0).hits[0].chunk.path == "util_07.py"

@@ -11,7 +11,13 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
-from micro_rag_mcp.search.terms import MAX_SEARCHED_TERMS, STOPWORDS, query_terms, searched_terms
+from micro_rag_mcp.search.terms import (
+    MAX_SEARCHED_TERMS,
+    STOPWORDS,
+    names_identifier,
+    query_terms,
+    searched_terms,
+)
 from tests.fakes import FakeEmbedder
 
 HOSTILE = [
@@ -167,3 +173,23 @@ def test_an_exact_identifier_ranks_its_file_first_at_the_default_threshold(
     for query in ("ERR-1017", "What does error ERR-1017 mean?", "parse_config_v17"):
         hits = engine.search(query, top_k=3, score_threshold=0.2).hits
         assert hits and hits[0].chunk.path == "incident_17.txt", query
+
+
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("sort a dict by value", False),
+        ("parse_config", True),
+        ("why did _clean_str fail", True),
+        ("HttpClient timeout", True),
+        ("writeBoolean", True),
+        ("os.path join", True),
+        ("e.g. sort a list", False),  # one letter a side is no dotted name
+        ("python2 dict default", False),
+        ("ERR-8971", False),
+        ("3.14 rounding", False),
+        ("__init__", False),  # no inner underscore between letters
+    ],
+)
+def test_a_query_names_an_identifier_by_its_shape(query: str, names: bool) -> None:
+    assert names_identifier(query) is names

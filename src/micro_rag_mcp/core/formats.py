@@ -7,6 +7,7 @@ format is read is ``ingest.readers``' part (one reader per format, by its name).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -67,6 +68,22 @@ FORMATS: tuple[Format, ...] = (
         group="code",
     ),
 )
+
+
+CODE_SUFFIXES: frozenset[str] = frozenset(
+    s for fmt in FORMATS if fmt.group == "code" for s in fmt.suffixes
+)
+
+
+def is_code(path: str) -> bool:
+    """Whether the file at ``path`` is source code (a suffix of the ``code`` group)."""
+    dot = path.rfind(".")
+    return dot > path.rfind("/") + 1 and path[dot:].lower() in CODE_SUFFIXES
+
+
+def takes_code(suffixes: Iterable[str]) -> bool:
+    """Whether files of any of ``suffixes`` are source code."""
+    return any(suffix.lower() in CODE_SUFFIXES for suffix in suffixes)
 
 
 def missing_extra(suffix: str) -> str:

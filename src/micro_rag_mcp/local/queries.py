@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
 
 if TYPE_CHECKING:
@@ -325,6 +326,14 @@ class CatalogQueries:
             ids,
         )
         return {int(c): int(h) for c, h in rows}
+
+    def code_chunks(self, ids: Sequence[int]) -> frozenset[int]:
+        """The given chunk ids whose file is source code (``formats.is_code``)."""
+        rows = self._select_ids(
+            "SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
+            ids,
+        )
+        return frozenset(int(cid) for cid, path in rows if is_code(path))
 
     def stats(self) -> CatalogStats:
         row = self._conn.execute(

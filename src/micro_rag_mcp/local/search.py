@@ -32,6 +32,7 @@ from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
     COMMON_SHARE,
     idf_sum,
+    names_identifier,
     query_terms,
     searched_terms,
 )
@@ -154,13 +155,15 @@ def search_beside(
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
     files: Sequence[int] | None = None,
+    code: bool = True,
 ) -> Found:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
     channels run at once (SQLite, onnxruntime and FAISS let go of the GIL). With
     ``files``, the keyword channel takes chunks of those file ids only; the vector side
-    is expected to keep to the same scope.
+    is expected to keep to the same scope. ``code``: whether the folder's suffixes take in
+    files of code (whose keyword matches are told apart, see fusion.py).
     """
     with catalog.snapshot():
         keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
@@ -169,6 +172,8 @@ def search_beside(
         cosine = dict(vector_hits)
         heads: dict[int, int] = {}
         head_cosine: dict[int, float] = {}
+        in_code: frozenset[int] = frozenset()
+        identifier = False
         if side is not None:
             # Keyword candidates get their cosine too: the threshold and the fusion use it.
             unscored = [cid for cid, _ in keyword_hits if cid not in cosine]
@@ -183,6 +188,9 @@ def search_beside(
                 known = cosine.keys() | head_cosine.keys()
                 lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
                 head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
+            identifier = names_identifier(query)
+            if code and not identifier and keyword_hits:  # code is judged by meaning
+                in_code = catalog.code_chunks([cid for cid, _ in keyword_hits])
         ranking = fuse(
             Candidates(
                 vector=vector_hits,
@@ -194,6 +202,8 @@ def search_beside(
                 keyword_ran=keyword_ran,
                 keyword_idf=keyword_idf,
                 read_share=read_share(query),
+                code=in_code,
+                identifier=identifier,
             ),
             params,
         )

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence
 from micro_rag_mcp.milvus.rows import ChunkHit, stored_chunk
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
-from micro_rag_mcp.search.terms import query_terms
+from micro_rag_mcp.search.terms import names_identifier, query_terms
 from micro_rag_mcp.text.cjk import query_gram_tokens, read_share
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ def store_search(
         found = _cosines(query_vector, index.vectors(sorted(missing)))
         cosine.update((cid, found[cid]) for cid, _ in keyword_hits if cid in found)
         head_cosine = {h: found[h] for h in heads.values() if h in found}
+    identifier = names_identifier(query)
+    # Passages of code are judged by meaning unless the query names an identifier.
+    code = frozenset(() if identifier else (h.id for h in keyword if is_code(h.path)))
     ranking = fuse(
         Candidates(
             vector=vector_hits,
@@ -78,6 +82,8 @@ def store_search(
             keyword_ran=bool(terms or grams),
             keyword_idf=keyword_idf,
             read_share=read_share(query),
+            code=code,
+            identifier=identifier,
         ),
         params,
     )

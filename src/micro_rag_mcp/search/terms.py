@@ -26,6 +26,15 @@ MAX_SEARCHED_TERMS = 128
 # far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
 MAX_QUERY_TERMS = 1024
 _TERM = re.compile(r"\w+", re.UNICODE)
+# A word that names something in code: an inner underscore (parse_config), an inner
+# capital (HttpClient, writeBoolean) or a dotted name (os.path, np.array).
+_IDENTIFIER = re.compile(r"[^\W_]_+[^\W_]|[a-z][A-Z]|[A-Za-z_]\w+\.[A-Za-z_]\w")
+
+
+def names_identifier(text: str) -> bool:
+    """Whether the query names an identifier of code (see ``_IDENTIFIER``): a query in
+    plain words (``sort a dict by value``) does not."""
+    return _IDENTIFIER.search(text) is not None
 
 
 def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[str]:

@@ -254,10 +254,16 @@ def loco(
 
 
 def _beir(args: argparse.Namespace, embedder: Embedder) -> LabSet:
-    from bench.retrieval import load_dataset, prepare
+    import json
+
+    from bench.retrieval import MARKER, load_dataset, prepare
 
     ds = load_dataset(args.dataset, args.qrels, args.queries)
-    ws = prepare(ds, args.work, 1000, 200)
+    # The suffix the work folder was built with (``bench.retrieval --suffix``): another
+    # one would rebuild the index.
+    marker = args.work / MARKER
+    built = json.loads(marker.read_text()) if marker.exists() else {}
+    ws = prepare(ds, args.work, 1000, 200, built.get("suffix", ".txt"))
     cands = capture(ws.settings, embedder, ds.queries)
     paths = chunk_paths(ws.index)
     doc_of = {cid: ws.doc_of_path[p] for cid, p in paths.items() if p in ws.doc_of_path}

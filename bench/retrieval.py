@@ -544,7 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--latency-ab",
         action="store_true",
-        help="time the default fusion against the old convex one side by side (top_k 5) and stop",
+        help="time the default against the common fusion for code (judge_code off) side by"
+        " side (top_k 5) and stop",
     )
     p.add_argument(
         "--no-model",
@@ -592,8 +593,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     params = params_from_args(args)
     if args.latency_ab:
-        old = replace(params, fusion="convex", head_weight=0.5)
-        variants = {"adaptive (default)": params, "convex (old)": old}
+        old = replace(params, judge_code=False)
+        variants = {"default": params, "code as prose (before)": old}
         for name, t in latency_ab(ws, embedder, dataset, variants, top_k=5).items():
             print(f"{name}: p50 {t['p50']:.1f} ms, p95 {t['p95']:.1f} ms")
         return 0

@@ -249,6 +249,7 @@ def test_plain_words_do_not_rank_code_but_an_identifier_does() -> None:
     # The same candidates as prose, or a query naming an identifier: the words count.
     assert fuse(replace(c, code=frozenset()), SearchParams()).ranked[0] == 8
     assert fuse(replace(c, identifier=True), SearchParams()).ranked[0] == 8
+    assert fuse(c, SearchParams(judge_code=False)).ranked[0] == 8
 
 
 def test_beside_prose_the_keyword_share_shrinks_with_the_share_of_code_it_matched() -> None:

@@ -189,7 +189,7 @@ def search_beside(
                 lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
                 head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
             identifier = names_identifier(query)
-            if code and not identifier and keyword_hits:  # code is judged by meaning
+            if code and params.judge_code and not identifier and keyword_hits:
                 in_code = catalog.code_chunks([cid for cid, _ in keyword_hits])
         ranking = fuse(
             Candidates(

@@ -70,7 +70,8 @@ def store_search(
         head_cosine = {h: found[h] for h in heads.values() if h in found}
     identifier = names_identifier(query)
     # Passages of code are judged by meaning unless the query names an identifier.
-    code = frozenset(() if identifier else (h.id for h in keyword if is_code(h.path)))
+    judged = params.judge_code and not identifier
+    code = frozenset(h.id for h in keyword if judged and is_code(h.path))
     ranking = fuse(
         Candidates(
             vector=vector_hits,

@@ -70,6 +70,7 @@ class SearchParams:
     vector_weight: float = 1.0  # rrf only
     keyword_weight: float = 1.25  # rrf only
     title_weight: float = 1.0  # BM25 weight of the title column against the text column
+    judge_code: bool = True  # code's keyword matches give way to meaning (prose_share)
     channels: tuple[Channel, ...] = ("vector", "keyword")
     # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
     # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
@@ -128,12 +129,13 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
         vector_scores = vector_estimates(c, params.head_weight) if c.vector_ran else {}
         keyword = dict(c.keyword)
         channels = int(c.vector_ran) + int(c.keyword_ran)
+        prose = prose_share(c) if params.judge_code else 1.0
         if params.fusion == "convex":
-            k_share = (1.0 - params.vector_share * vector_weight(c)) * prose_share(c)
+            k_share = (1.0 - params.vector_share * vector_weight(c)) * prose
             fused = convex(vector_scores, keyword, vector_share=1.0 - k_share, channels=channels)
         else:
             share = keyword_share(c, vector_scores, params) if channels == 2 else None
-            share = None if share is None else share * prose_share(c)
+            share = None if share is None else share * prose
             fused = adaptive(vector_scores, keyword, share, params.vector_low)
     # Equal relevance (a query in CJK: every passage only the vector channel found) is
     # broken by the cosine.

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.core.formats import install_hint
 from micro_rag_mcp.ingest.isolation import IsolatedReader, reader_memory_bytes
 from micro_rag_mcp.ingest.readers import READERS, Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import INSTALL_HINT, ocr_installed
@@ -67,6 +68,13 @@ def test_the_ocr_extra_asks_for_its_recognizer_only_on_pythons_it_supports() -> 
             True,
             False,
         ]
+
+
+def test_the_install_hint_names_the_python_the_extra_needs() -> None:
+    assert install_hint("ocr", (3, 12)) == "pip install 'micro-rag-mcp[ocr]'"
+    hint = install_hint("ocr", (3, 13))
+    assert "pip install" not in hint and "3.12 or older" in hint and "3.13" in hint
+    assert install_hint("ocr") == INSTALL_HINT  # this Python's, in the readers' errors
 
 
 def test_images_are_indexed_only_with_the_extra() -> None:

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError
-from micro_rag_mcp.core.formats import missing_extra
+from micro_rag_mcp.core.formats import install_hint, missing_extra
 from micro_rag_mcp.core.settings import (
     EXT_GROUPS,
 )
@@ -76,8 +76,7 @@ def parse_exts(value: str) -> tuple[str, ...]:
         ext = item if item.startswith(".") else f".{item}"
         if ext not in SUPPORTED_EXTS and (extra := missing_extra(ext)):
             raise ConfigError(
-                f"--exts: {ext} is read only with the {extra} extra: "
-                f"pip install 'micro-rag-mcp[{extra}]'"
+                f"--exts: {ext} is read only with the {extra} extra: {install_hint(extra)}"
             )
         if ext not in SUPPORTED_EXTS:
             groups = ", ".join(EXT_GROUPS)

@@ -7,6 +7,7 @@ format is read is ``ingest.readers``' part (one reader per format, by its name).
 from __future__ import annotations
 
 import importlib.util
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -41,6 +42,22 @@ def extra_installed(extra: str) -> bool:
 
 # The modules each optional dependency set brings, as imported.
 EXTRAS: dict[str, tuple[str, ...]] = {"ocr": ("rapidocr_onnxruntime",)}
+# The first Python an extra installs nothing on (pyproject.toml's markers):
+# rapidocr-onnxruntime has no release for Python 3.13.
+EXTRA_PYTHON_BELOW: dict[str, tuple[int, int]] = {"ocr": (3, 13)}
+
+
+def install_hint(extra: str, python: tuple[int, ...] = tuple(sys.version_info[:2])) -> str:
+    """How to get ``extra``: its pip command, or why this Python cannot have it."""
+    below = EXTRA_PYTHON_BELOW.get(extra)
+    if below is not None and python[:2] >= below:
+        here = ".".join(map(str, python[:2]))
+        return (
+            f"the {extra} extra needs Python {below[0]}.{below[1] - 1} or older "
+            f"(this is {here}); install micro-rag-mcp[{extra}] under such a Python"
+        )
+    return f"pip install 'micro-rag-mcp[{extra}]'"
+
 
 FORMATS: tuple[Format, ...] = (
     Format("text", (".txt",)),

@@ -25,13 +25,13 @@ import time
 from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
-from micro_rag_mcp.core.formats import EXTRAS
+from micro_rag_mcp.core.formats import EXTRAS, install_hint
 from micro_rag_mcp.ingest.readers.guards import short
 
 logger = logging.getLogger(__name__)
 
 OCR_MODULE = EXTRAS["ocr"][0]
-INSTALL_HINT = "pip install 'micro-rag-mcp[ocr]'"
+INSTALL_HINT = install_hint("ocr")
 OCR_LOCATOR = "OCR"  # the locator of text that was recognized, not read from a text layer
 PAGE_BUDGET_S = 30.0
 FILE_BUDGET_S = 60.0  # pages are started only while the file's budget lasts

@@ -45,3 +45,23 @@ def test_term_shares_are_estimated_from_windows_spread_over_the_ids(
     catalog = catalog_of(tmp_path, texts)
     shares = catalog.term_shares([term], windows=4, width=20)  # 80 of the 400 rows
     assert shares[term] == pytest.approx(share)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_cjk_shares_are_counted_among_the_chunks_that_hold_cjk_text(
+    tmp_path: Path, spread: bool
+) -> None:
+    # A mostly English folder: its four Chinese passages come last, or one in a hundred,
+    # outside every window over the chunk ids.
+    chinese = ["图书馆的古籍", "图书馆的报纸", "市政厅的会议", "市政厅的报告"]
+    texts = [f"english row {i}" for i in range(400)]
+    if spread:
+        for n, text in enumerate(chinese):
+            texts[50 + 100 * n] = text
+    else:
+        texts += chinese
+    catalog = catalog_of(tmp_path, texts)
+    shares = catalog.term_shares(["图书", "的古", "政厅", "火车"], 4, 20, table="chunks_cjk")
+    assert shares == pytest.approx({"图书": 0.5, "的古": 0.25, "政厅": 0.5, "火车": 0.0})
+    # The words' shares are still counted over every chunk's windows.
+    assert catalog.term_shares(["english"], 4, 20)["english"] == pytest.approx(1.0)

@@ -228,31 +228,32 @@ class CatalogQueries:
         width: int = 2500,
         table: Literal["chunks_fts", "chunks_cjk"] = "chunks_fts",
     ) -> dict[str, float]:
-        """About what share of chunks contain each term, counted in ``windows`` runs of
-        ``width`` chunk ids spread over the catalog (all of it when it is that small), so
-        the cost does not grow with the catalog. ``table``: the words' index, or the CJK
-        bigrams' (a share of the chunks that hold CJK text)."""
-        # Two subqueries: min and max together in one would scan the table.
+        """About what share of the table's rows contain each term, counted in ``windows``
+        runs of ``width`` ids spread over the rows' ids (all of them when they are that
+        few), so the cost does not grow with the catalog. ``table``: the words' index (a
+        row per chunk), or the CJK bigrams' (a row per chunk that holds CJK text: a share
+        of those, however few of the folder's chunks they are)."""
+        # FTS5's own table of row sizes: its ids are the rows', and counting there reads
+        # no text. Two subqueries: min and max together in one would scan the table.
         lo, hi = self._conn.execute(
-            "SELECT (SELECT min(id) FROM chunks), (SELECT max(id) FROM chunks)"
+            f"SELECT (SELECT min(id) FROM {table}_docsize), (SELECT max(id) FROM {table}_docsize)"
         ).fetchone()
         if hi is None:
             return dict.fromkeys(terms, 0.0)
+        whole = [(int(lo), int(hi))]
         span = int(hi) - int(lo) + 1
         step = span // windows
         ranges = (
-            [(int(lo), int(hi))]
+            whole
             if span <= windows * width
             else [(int(lo) + i * step, int(lo) + i * step + width - 1) for i in range(windows)]
         )
-        rows = sum(  # FTS5's own table of row sizes: counting there reads no chunk text
-            int(
-                self._conn.execute(
-                    f"SELECT count(*) FROM {table}_docsize WHERE id BETWEEN ? AND ?", r
-                ).fetchone()[0]
-            )
-            for r in ranges
-        )
+        rows = self._rows_within(table, ranges)
+        sampled = windows * width
+        if ranges != whole and rows * span <= sampled * sampled:
+            # Few rows spread thin over their ids (a few CJK files in a large folder): the
+            # windows might miss them all, and counting every row costs no more.
+            ranges, rows = whole, self._rows_within(table, whole)
         shares: dict[str, float] = {}
         for term in terms:
             hits = sum(
@@ -267,6 +268,16 @@ class CatalogQueries:
             )
             shares[term] = hits / rows if rows else 0.0
         return shares
+
+    def _rows_within(self, table: str, ranges: Sequence[tuple[int, int]]) -> int:
+        return sum(
+            int(
+                self._conn.execute(
+                    f"SELECT count(*) FROM {table}_docsize WHERE id BETWEEN ? AND ?", r
+                ).fetchone()[0]
+            )
+            for r in ranges
+        )
 
     def id_span(self) -> int:
         """One more than the largest chunk id less the smallest: about how many chunks

@@ -80,3 +80,14 @@ def test_ascii_text_with_a_few_stray_bytes_is_not_read_as_another_alphabet(
     letters = {ch for ch in text if ch.isalpha() and not ch.isascii()}
     assert letters <= {"ÿ", "þ"}  # cp1252 for the stray bytes, no Cyrillic or Greek
     assert text.count("quarterly report") == 40
+
+
+def test_a_budget_made_within_another_ends_by_its_end() -> None:
+    from micro_rag_mcp.ingest.readers.guards import Budget, within
+
+    with within(Budget(3600.0)):
+        assert not Budget(60.0).spent()
+        with within(Budget(-1.0)):  # an outer budget already used up
+            assert Budget(60.0).spent()
+        assert not Budget(60.0).spent()
+    assert not Budget(60.0).spent()

@@ -9,6 +9,7 @@ cases a clear reason rather than a killed reader.
 from __future__ import annotations
 
 import logging
+import math
 import stat
 import time
 import zipfile
@@ -129,16 +130,36 @@ class Budget:
 
     ``spent()`` says whether it is used up; the reader then stops and logs what it left
     out. A single step can still take long: the reader process's time limit covers that.
+    A budget made ``within`` another ends by the other's end too (an e-mail's attachment
+    is read in what is left of the message's time).
     """
 
     __slots__ = ("_deadline", "seconds")
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._deadline = time.monotonic() + seconds
+        self._deadline = min(time.monotonic() + seconds, _OUTER.get())
+
+    @property
+    def deadline(self) -> float:
+        """When it is used up, on ``time.monotonic``'s clock."""
+        return self._deadline
 
     def spent(self) -> bool:
         return time.monotonic() > self._deadline
+
+
+_OUTER: ContextVar[float] = ContextVar("outer_deadline", default=math.inf)
+
+
+@contextmanager
+def within(budget: Budget) -> Iterator[None]:
+    """Within this block, every ``Budget`` made ends by ``budget``'s end at the latest."""
+    token = _OUTER.set(min(_OUTER.get(), budget.deadline))
+    try:
+        yield
+    finally:
+        _OUTER.reset(token)
 
 
 # Characters of text a file may yield per byte of its own size. Compressed formats

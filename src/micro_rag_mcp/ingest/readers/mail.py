@@ -28,7 +28,7 @@ from micro_rag_mcp.ingest.readers.document import (
     HeadingPath,
     clean_title,
 )
-from micro_rag_mcp.ingest.readers.guards import Budget, short
+from micro_rag_mcp.ingest.readers.guards import Budget, short, within
 from micro_rag_mcp.ingest.readers.text import decode_text_bytes
 from micro_rag_mcp.ingest.readers.web import add_html
 
@@ -133,7 +133,8 @@ def _add_attachment(
     fd = os.memfd_create("attachment", os.MFD_CLOEXEC)
     try:
         os.write(fd, data)
-        doc = read_document(Path(f"/proc/self/fd/{fd}"), max_bytes=len(data), suffix=suffix)
+        with within(budget):  # in what is left of the message's time
+            doc = read_document(Path(f"/proc/self/fd/{fd}"), max_bytes=len(data), suffix=suffix)
     except ReadError as e:
         logger.warning("%s: %s could not be read: %s", path, label, e)
         return

@@ -21,12 +21,11 @@ import functools
 import importlib.util
 import logging
 import resource
-import time
 from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.core.formats import EXTRAS, install_hint
-from micro_rag_mcp.ingest.readers.guards import short
+from micro_rag_mcp.ingest.readers.guards import Budget, short
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +97,7 @@ def _recognize(image: Any, where: str, budget_s: float) -> str:
     import numpy as np
 
     engine = _engine()
-    deadline = time.monotonic() + budget_s
+    budget = Budget(budget_s)  # within its file's, and an e-mail's
     pixels = np.asarray(_bounded(image.convert("RGB")))[:, :, ::-1]  # OpenCV's BGR order
     pixels, _, _ = engine.preprocess(pixels)
     pixels, _ = engine.maybe_add_letterbox(pixels, {})
@@ -108,7 +107,7 @@ def _recognize(image: Any, where: str, budget_s: float) -> str:
     crops = engine.get_crop_img_list(pixels, boxes)
     found: list[tuple[Any, str]] = []
     for first in range(0, len(crops), _LINES_PER_BATCH):
-        if first and time.monotonic() > deadline:
+        if first and budget.spent():
             logger.warning(
                 "%s: OCR stopped after %d of %d lines (%gs page budget)",
                 where,

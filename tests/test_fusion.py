@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.results import Hit
 from micro_rag_mcp.core.settings import CODE_EXTS, DEFAULT_EXTS
 from micro_rag_mcp.local.catalog import Catalog
@@ -250,6 +251,33 @@ def test_plain_words_do_not_rank_code_but_an_identifier_does() -> None:
     assert fuse(replace(c, code=frozenset()), SearchParams()).ranked[0] == 8
     assert fuse(replace(c, identifier=True), SearchParams()).ranked[0] == 8
     assert fuse(c, SearchParams(judge_code=False)).ranked[0] == 8
+
+
+def test_code_keeps_its_keyword_say_for_a_query_in_cjk_and_under_rrf() -> None:
+    # The encoder cannot read a Chinese query, so it cannot judge the code either.
+    vector = [(1, 0.70), (2, 0.65), (7, 0.40), (8, 0.38)]
+    keyword = [(8, 6.0), (7, 4.0), (2, 1.0)]
+    c = replace(candidates(vector, keyword), code=frozenset({1, 2, 7, 8}), read_share=0.0)
+    assert fuse(c, SearchParams()).ranked[:3] == [8, 7, 2]  # the keyword order
+    # rrf, kept for comparison, fuses ranks whatever the files are
+    rrf = SearchParams(fusion="rrf")
+    assert fuse(c, rrf).ranked == fuse(replace(c, code=frozenset()), rrf).ranked
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("src/main.py", True),
+        ("Main.PY", True),
+        ("v1.2/notes.txt", False),
+        ("v1.2/tool.rs", True),
+        ("lib.py/README", False),
+        ("docs/.py", False),  # a hidden file's name, not a suffix
+        ("query.sql", True),
+    ],
+)
+def test_a_file_is_code_by_its_suffix(path: str, code: bool) -> None:
+    assert is_code(path) is code
 
 
 def test_beside_prose_the_keyword_share_shrinks_with_the_share_of_code_it_matched() -> None:

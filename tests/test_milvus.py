@@ -417,6 +417,46 @@ def test_code_is_ranked_as_in_the_embedded_store(milvus: MilvusServer, tmp_path:
             assert [p for p, _ in ours] == [p for p, _ in theirs], query
             assert [r for _, r in ours] == pytest.approx([r for _, r in theirs], abs=1e-5)
         assert embedded.search("helper_3 value", 1, -1.0).hits[0].chunk.path == "util_03.py"
+        # and the treatment is what made the order: code as prose ranks otherwise
+        query = "sort a dict by value list"
+        judged = [h.chunk.path for h in store.search(query, 10, -1.0).hits]
+        store.params = SearchParams(judge_code=False)
+        assert [h.chunk.path for h in store.search(query, 10, -1.0).hits] != judged
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_in_a_mostly_english_folder_cjk_pairs_are_chosen_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    # 图书 is in three of the four Chinese notes: common among them, rare in the folder.
+    files = {
+        f"en_{i:02d}.txt": f"ordinary english note number {i} about libraries" for i in range(40)
+    }
+    files |= {
+        "zh_a.txt": "图书馆藏有许多古籍。",
+        "zh_b.txt": "图书馆的报纸每天更新。",
+        "zh_c.txt": "图书馆的杂志很多。",
+        "zh_d.txt": "市政厅的会议报告。",
+    }
+    data = write_folder(tmp_path / "docs", files)
+    embedded = Engine(make_settings(data), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(data, milvus.config())
+    embedded.params = store.params = SearchParams(channels=("keyword",))
+    try:
+        embedded.reindex()
+        store.reindex()
+        expected = {
+            "图书馆古籍": ["zh_a.txt"],  # the common pairs left out, the rare ones decide
+            "图书报纸": ["zh_b.txt"],
+            "图书 libraries": ["zh_c.txt", "zh_a.txt", "zh_b.txt"],  # only common pairs: all
+        }
+        for query, paths in expected.items():
+            ours = [h.chunk.path for h in embedded.search(query, 10, -1.0).hits]
+            theirs = [h.chunk.path for h in store.search(query, 10, -1.0).hits]
+            assert ours == theirs == paths, query
     finally:
         embedded.stop()
         store.stop()

@@ -188,7 +188,10 @@ def test_an_exact_identifier_ranks_its_file_first_at_the_default_threshold(
         ("python2 dict default", False),
         ("ERR-8971", False),
         ("3.14 rounding", False),
-        ("__init__", False),  # no inner underscore between letters
+        ("what does __init__ do", True),
+        ("self.x", True),
+        ("数据_处理", False),  # CJK text joined by an underscore
+        ("U.S. sales", False),
     ],
 )
 def test_a_query_names_an_identifier_by_its_shape(query: str, names: bool) -> None:

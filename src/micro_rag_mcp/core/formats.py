@@ -42,18 +42,18 @@ def extra_installed(extra: str) -> bool:
 
 # The modules each optional dependency set brings, as imported.
 EXTRAS: dict[str, tuple[str, ...]] = {"ocr": ("rapidocr_onnxruntime",)}
-# The first Python an extra installs nothing on (pyproject.toml's markers):
+# The last Python an extra's packages install on (pyproject.toml's markers):
 # rapidocr-onnxruntime has no release for Python 3.13.
-EXTRA_PYTHON_BELOW: dict[str, tuple[int, int]] = {"ocr": (3, 13)}
+EXTRA_PYTHON_LAST: dict[str, tuple[int, int]] = {"ocr": (3, 12)}
 
 
 def install_hint(extra: str, python: tuple[int, ...] = tuple(sys.version_info[:2])) -> str:
     """How to get ``extra``: its pip command, or why this Python cannot have it."""
-    below = EXTRA_PYTHON_BELOW.get(extra)
-    if below is not None and python[:2] >= below:
+    last = EXTRA_PYTHON_LAST.get(extra)
+    if last is not None and python[:2] > last:
         here = ".".join(map(str, python[:2]))
         return (
-            f"the {extra} extra needs Python {below[0]}.{below[1] - 1} or older "
+            f"the {extra} extra needs Python {last[0]}.{last[1]} or older "
             f"(this is {here}); install micro-rag-mcp[{extra}] under such a Python"
         )
     return f"pip install 'micro-rag-mcp[{extra}]'"
@@ -98,9 +98,13 @@ def is_code(path: str) -> bool:
     return dot > path.rfind("/") + 1 and path[dot:].lower() in CODE_SUFFIXES
 
 
-def takes_code(suffixes: Iterable[str]) -> bool:
-    """Whether files of any of ``suffixes`` are source code."""
-    return any(suffix.lower() in CODE_SUFFIXES for suffix in suffixes)
+CodeFiles = Literal["none", "some", "all"]
+
+
+def code_files(suffixes: Iterable[str]) -> CodeFiles:
+    """Whether files of ``suffixes`` are source code: none, some or all of them."""
+    code = [suffix.lower() in CODE_SUFFIXES for suffix in suffixes]
+    return "all" if code and all(code) else "some" if any(code) else "none"
 
 
 def missing_extra(suffix: str) -> str:

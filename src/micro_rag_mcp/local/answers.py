@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
-from micro_rag_mcp.core.formats import takes_code
+from micro_rag_mcp.core.formats import code_files
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
     NO_GOOD_MATCH,
@@ -127,7 +127,7 @@ class EngineAnswers:
                     score_threshold=score_threshold,
                     params=self.params,
                     files=within.file_ids if within is not None else None,
-                    code=takes_code(self.settings.exts),
+                    code=code_files(self.settings.exts),
                 )
             finally:
                 # Even after a failure here: no model call may outlive the search (a process

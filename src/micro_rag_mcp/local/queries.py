@@ -251,9 +251,11 @@ class CatalogQueries:
         rows = self._rows_within(table, ranges)
         sampled = windows * width
         if ranges != whole and rows * span <= sampled * sampled:
-            # Few rows spread thin over their ids (a few CJK files in a large folder): the
-            # windows might miss them all, and counting every row costs no more.
-            ranges, rows = whole, self._rows_within(table, whole)
+            # Rows spread thin over their ids (a few CJK files in a large folder): the
+            # windows may miss them all. If they are few, every one is counted.
+            total = self._rows_within(table, whole)
+            if total <= sampled:
+                ranges, rows = whole, total
         shares: dict[str, float] = {}
         for term in terms:
             hits = sum(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.core.formats import CodeFiles
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
@@ -155,15 +156,16 @@ def search_beside(
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
     files: Sequence[int] | None = None,
-    code: bool = True,
+    code: CodeFiles = "some",
 ) -> Found:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
     channels run at once (SQLite, onnxruntime and FAISS let go of the GIL). With
     ``files``, the keyword channel takes chunks of those file ids only; the vector side
-    is expected to keep to the same scope. ``code``: whether the folder's suffixes take in
-    files of code (whose keyword matches are told apart, see fusion.py).
+    is expected to keep to the same scope. ``code``: whether none, some or all of the files
+    the folder's suffixes take in are code (whose keyword matches are told apart, see
+    fusion.py).
     """
     with catalog.snapshot():
         keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
@@ -189,8 +191,10 @@ def search_beside(
                 lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
                 head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
             identifier = names_identifier(query)
-            if code and params.judge_code and not identifier and keyword_hits:
-                in_code = catalog.code_chunks([cid for cid, _ in keyword_hits])
+            judged = [cid for cid, _ in keyword_hits if cid in cosine]  # as prose_share counts
+            # (rrf, kept for comparison, fuses ranks: code is not told apart there)
+            if params.fusion != "rrf" and params.judge_code and not identifier and code != "none":
+                in_code = frozenset(judged) if code == "all" else catalog.code_chunks(judged)
         ranking = fuse(
             Candidates(
                 vector=vector_hits,

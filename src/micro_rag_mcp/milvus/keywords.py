@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
 from micro_rag_mcp.search.terms import searched_terms
+from micro_rag_mcp.text.cjk import is_gram_token
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -53,6 +54,7 @@ class Sample:
     having: Counter[str]  # sampled chunks holding each word
     mean: float  # words per sampled chunk
     limit: int = SAMPLE_ROWS  # the most chunks a sample takes
+    cjk_rows: int = 0  # sampled chunks that hold CJK text (a bigram)
 
     @property
     def whole(self) -> bool:
@@ -66,8 +68,16 @@ class Sample:
         return abs(chunks - self.chunks) > self.chunks * RESAMPLE_SHARE
 
     def share(self, word: str) -> float:
-        """About what share of the collection's chunks hold the word."""
-        return self.having[word] / self.rows if self.rows else 0.0
+        """About what share of the collection's chunks hold the word; for a CJK bigram,
+        of its chunks that hold CJK text, as the embedded store counts them."""
+        among = self.cjk_rows if is_gram_token(word) else self.rows
+        return self.having[word] / among if among else 0.0
+
+    def among(self, word: str, chunks: int) -> int:
+        """Of the collection's ``chunks``, about how many a word's share is of."""
+        if not is_gram_token(word):
+            return chunks
+        return round(chunks * self.cjk_rows / self.rows) if self.rows else 0
 
 
 class KeywordStats:
@@ -94,14 +104,16 @@ def _taken(index: MilvusIndex, chunks: int, limit: int) -> Sample:
     # Aim a tenth under the limit: the chunks in a range of buckets vary in number.
     buckets = BUCKETS if chunks <= limit else max(1, BUCKETS * limit * 9 // 10 // chunks)
     having: Counter[str] = Counter()
-    length = 0
+    length = cjk_rows = 0
     rows = index.sample_keywords(buckets, limit)
     for row in rows:
         kept = row.split()
         length += len(kept)
-        having.update(set(kept))
+        distinct = set(kept)
+        having.update(distinct)
+        cjk_rows += any(is_gram_token(w) for w in distinct)
     mean = length / len(rows) if rows else 1.0
-    return Sample(chunks, len(rows), having, max(mean, 1.0), limit)
+    return Sample(chunks, len(rows), having, max(mean, 1.0), limit, cjk_rows)
 
 
 def keyword_hits(
@@ -130,14 +142,18 @@ def keyword_evidence(
     if chunks == 0:
         return [], 0.0
     sample = stats.sample(index, chunks)
-    having = {p: sample.share(p) * chunks for p in phrases}
-    kept = set(searched_terms(list(dict.fromkeys(phrases)), {p: sample.share(p) for p in phrases}))
+    among = {p: sample.among(p, chunks) for p in phrases}  # a bigram's: the CJK chunks
+    having = {p: sample.share(p) * among[p] for p in phrases}
+    shares = {p: sample.share(p) for p in phrases}
+    # Words and bigrams are chosen apart, as the embedded store searches them (two tables).
+    kept = set(searched_terms(list(dict.fromkeys(p for p in phrases if p not in grams)), shares))
+    kept |= set(searched_terms(list(dict.fromkeys(grams)), shares))
     asked = [p for p in phrases if p in kept]
     found = index.keyword(list(dict.fromkeys(asked)), POOL * limit)
     if not sample.whole:
         in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))
         having = {p: max(n, in_found[p]) for p, n in having.items()}
-    idf = {p: fts5_idf(chunks, having[p]) for p in asked}
+    idf = {p: fts5_idf(among[p], having[p]) for p in asked}
     scored = [(h, bm25(asked, idf, kept, sample.mean)) for h, kept in found]
     scored.sort(key=lambda s: (-s[1], s[0].id))
     hits = [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]

@@ -70,7 +70,7 @@ def store_search(
         head_cosine = {h: found[h] for h in heads.values() if h in found}
     identifier = names_identifier(query)
     # Passages of code are judged by meaning unless the query names an identifier.
-    judged = params.judge_code and not identifier
+    judged = params.judge_code and params.fusion != "rrf" and not identifier
     code = frozenset(h.id for h in keyword if judged and is_code(h.path))
     ranking = fuse(
         Candidates(

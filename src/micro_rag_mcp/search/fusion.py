@@ -8,7 +8,8 @@ default):
   about), shifted by 1 and divided by the best candidate's;
 * ``K``, its BM25 score divided by the best keyword match's;
 * ``s``, the vector channel's share, ``vector_share`` (0.7), scaled down while keyword
-  matches lack vectors and for a query in CJK (``vector_weight``).
+  matches lack vectors and for a query in CJK (``vector_weight``), and raised over code
+  (below).
 
 The dev collections do not agree on any per-query share (docs/benchmarks.md has every
 lever measured). ``fusion="adaptive"`` is one of them, kept for comparison: ``V``
@@ -18,13 +19,14 @@ words is flat) and its agreement with the vector channel. So is ``fusion="rrf"``
 (reciprocal rank fusion).
 
 In files of code, a query's plain words are weak evidence: a function that sorts need
-not say "sort", and many say "value" or "list". Unless the query names an identifier (a
-word with an inner underscore, an inner capital or a dot: ``parse_config``,
-``HttpClient``, ``os.path``), where the exact name is what finds it, the keyword
-channel's share shrinks with the share of its matches that are code the vector channel
-can judge (``prose_share``): over a folder of code at rest, the vector channel ranks
-alone. (CoSQA dev, nDCG@10: 0.521 with the common fusion, 0.603 so, its vector
-channel's figure; functions looked up by name stay first 96 times in 100.)
+not say "sort", and many say "value" or "list". Unless the query names an identifier
+(``terms.names_identifier``: ``parse_config``, ``__init__``, ``HttpClient``,
+``os.path``), where the exact name is what finds it, the keyword channel's share shrinks
+with the share of its matches that are code the vector channel can judge
+(``prose_share``): over a folder of code at rest, the vector channel ranks alone; a query
+in CJK, which the encoder does not read, keeps its words' say; ``rrf`` does not tell code
+apart. (CoSQA dev, nDCG@10: 0.521 with the common fusion, 0.603 so, its vector channel's
+figure; functions looked up by name stay first 96 times in 100.)
 
 A passage without a vector yet (indexing in progress) is not scored as if its cosine
 were the lowest possible: an unknown vector score is estimated from what is known, its
@@ -52,8 +54,8 @@ Fusion = Literal["convex", "adaptive", "rrf"]
 class SearchParams:
     """The knobs of the fusion, with the defaults the benchmarks chose.
 
-    Chosen on seven dev collections at once, leave-one-collection-out; see
-    docs/benchmarks.md for every lever tried and its effect.
+    Chosen on the dev collections at once, and checked leave-one-collection-out over
+    nine captured sets; see docs/benchmarks.md for every lever tried and its effect.
     """
 
     depth: int = 200  # candidates taken from each channel
@@ -166,12 +168,13 @@ def no_good_match(c: Candidates) -> bool:
 
 def prose_share(c: Candidates) -> float:
     """The share of the keyword matches the keyword channel speaks for: all of them when
-    the query names an identifier, else those that are not code judged by a vector (1
-    without keyword matches)."""
+    the query names an identifier, else all but the code that the vector channel judges
+    (code with a vector, as far as the encoder reads the query: a query in CJK keeps its
+    words' say); 1 without keyword matches."""
     if c.identifier or not c.code or not c.keyword:
         return 1.0
     judged = sum(cid in c.code and cid in c.cosine for cid, _ in c.keyword)
-    return 1.0 - judged / len(c.keyword)
+    return 1.0 - c.read_share * judged / len(c.keyword)
 
 
 def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:

@@ -26,9 +26,12 @@ MAX_SEARCHED_TERMS = 128
 # far fewer); the keyword channel then searches the rarest (``keywords.searched_terms``).
 MAX_QUERY_TERMS = 1024
 _TERM = re.compile(r"\w+", re.UNICODE)
-# A word that names something in code: an inner underscore (parse_config), an inner
-# capital (HttpClient, writeBoolean) or a dotted name (os.path, np.array).
-_IDENTIFIER = re.compile(r"[^\W_]_+[^\W_]|[a-z][A-Z]|[A-Za-z_]\w+\.[A-Za-z_]\w")
+# A word that names something in code: an inner underscore (parse_config), a dunder name
+# (__init__), an inner capital (HttpClient, writeBoolean) or a dotted name (os.path,
+# np.array). ASCII only: CJK text joined by an underscore is no identifier.
+_IDENTIFIER = re.compile(
+    r"[A-Za-z0-9]_+[A-Za-z0-9]|__[A-Za-z]\w*__|[a-z][A-Z]|[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_]"
+)
 
 
 def names_identifier(text: str) -> bool:

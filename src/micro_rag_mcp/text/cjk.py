@@ -58,6 +58,14 @@ def gram_token(gram: str) -> str:
     return "cjk" + "".join(f"{ord(ch):06x}" for ch in gram)
 
 
+_GRAM_TOKEN = re.compile(r"cjk(?:[0-9a-f]{6}){1,2}")
+
+
+def is_gram_token(word: str) -> bool:
+    """Whether ``word`` is a ``gram_token``."""
+    return _GRAM_TOKEN.fullmatch(word) is not None
+
+
 def gram_tokens(text: str) -> list[str]:
     """The text's bigrams (``bigrams``) as ``gram_token`` words."""
     return [gram_token(g) for g in bigrams(text).split()]

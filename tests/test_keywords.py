@@ -65,3 +65,6 @@ def test_cjk_shares_are_counted_among_the_chunks_that_hold_cjk_text(
     assert shares == pytest.approx({"图书": 0.5, "的古": 0.25, "政厅": 0.5, "火车": 0.0})
     # The words' shares are still counted over every chunk's windows.
     assert catalog.term_shares(["english"], 4, 20)["english"] == pytest.approx(1.0)
+    # and a pair's idf is FTS5's over the rows that hold CJK text
+    assert catalog.table_rows("chunks_cjk", 4, 20) == 4
+    assert catalog.table_rows("chunks_fts", 4, 20) == len(texts)

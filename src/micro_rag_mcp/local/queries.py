@@ -233,29 +233,7 @@ class CatalogQueries:
         few), so the cost does not grow with the catalog. ``table``: the words' index (a
         row per chunk), or the CJK bigrams' (a row per chunk that holds CJK text: a share
         of those, however few of the folder's chunks they are)."""
-        # FTS5's own table of row sizes: its ids are the rows', and counting there reads
-        # no text. Two subqueries: min and max together in one would scan the table.
-        lo, hi = self._conn.execute(
-            f"SELECT (SELECT min(id) FROM {table}_docsize), (SELECT max(id) FROM {table}_docsize)"
-        ).fetchone()
-        if hi is None:
-            return dict.fromkeys(terms, 0.0)
-        whole = [(int(lo), int(hi))]
-        span = int(hi) - int(lo) + 1
-        step = span // windows
-        ranges = (
-            whole
-            if span <= windows * width
-            else [(int(lo) + i * step, int(lo) + i * step + width - 1) for i in range(windows)]
-        )
-        rows = self._rows_within(table, ranges)
-        sampled = windows * width
-        if ranges != whole and rows * span <= sampled * sampled:
-            # Rows spread thin over their ids (a few CJK files in a large folder): the
-            # windows may miss them all. If they are few, every one is counted.
-            total = self._rows_within(table, whole)
-            if total <= sampled:
-                ranges, rows = whole, total
+        ranges, rows, _ = self._sample(table, windows, width)
         shares: dict[str, float] = {}
         for term in terms:
             hits = sum(
@@ -270,6 +248,44 @@ class CatalogQueries:
             )
             shares[term] = hits / rows if rows else 0.0
         return shares
+
+    def table_rows(
+        self,
+        table: Literal["chunks_fts", "chunks_cjk"] = "chunks_fts",
+        windows: int = 4,
+        width: int = 2500,
+    ) -> int:
+        """About how many rows the table holds, counted as ``term_shares`` counts."""
+        return self._sample(table, windows, width)[2]
+
+    def _sample(
+        self, table: str, windows: int, width: int
+    ) -> tuple[list[tuple[int, int]], int, int]:
+        """The id ranges ``term_shares`` counts in, the rows in them, and about how many
+        rows the table holds."""
+        # FTS5's own table of row sizes: its ids are the rows', and counting there reads
+        # no text. Two subqueries: min and max together in one would scan the table.
+        lo, hi = self._conn.execute(
+            f"SELECT (SELECT min(id) FROM {table}_docsize), (SELECT max(id) FROM {table}_docsize)"
+        ).fetchone()
+        if hi is None:
+            return [], 0, 0
+        whole = [(int(lo), int(hi))]
+        span = int(hi) - int(lo) + 1
+        sampled = windows * width
+        if span <= sampled:
+            rows = self._rows_within(table, whole)
+            return whole, rows, rows
+        step = span // windows
+        ranges = [(int(lo) + i * step, int(lo) + i * step + width - 1) for i in range(windows)]
+        rows = self._rows_within(table, ranges)
+        if rows * span <= sampled * sampled:
+            # Rows spread thin over their ids (a few CJK files in a large folder): the
+            # windows may miss them all. If they are few, every one is counted.
+            total = self._rows_within(table, whole)
+            if total <= sampled:
+                return whole, total, total
+        return ranges, rows, round(rows * span / sampled)
 
     def _rows_within(self, table: str, ranges: Sequence[tuple[int, int]]) -> int:
         return sum(

@@ -247,7 +247,7 @@ def keyword_evidence(
         grams = list(counts)
         shares = catalog.term_shares(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
-        weight += idf_sum(searched, shares, catalog.id_span())
+        weight += idf_sum(searched, shares, catalog.table_rows("chunks_cjk"))
         passages = catalog.cjk_search(or_query(searched), params.depth, files)
         if long_cjk:
             passages = with_documents(catalog, counts, shares, passages, params.depth, files)

@@ -222,3 +222,23 @@ def test_reading_runs_below_the_encoder_when_asked(
         engine.stop()
     ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     assert len(seen) == FILES and set(seen) == {min(ours + 3, 19)}
+
+
+def test_the_last_file_read_is_told_even_when_embedding_begins_before_the_pass_looks() -> None:
+    from micro_rag_mcp.local.pipeline import _Tally
+
+    told: list[Progress] = []
+    tally = _Tally(told.append, threading.Event())
+    tally.read(Progress("reading", 1, 3, "a.txt"))
+    tally.publish()
+    tally.read(Progress("reading", 2, 3, "b.txt"))
+    tally.read(Progress("reading", 3, 3, "c.txt"))  # the reading thread ends here,
+    tally.to_embed = 3  # and the embedding begins, before the pass's thread looks again
+    tally.publish()
+    tally.publish()
+    assert [(p.phase, p.done) for p in told] == [
+        ("reading", 1),
+        ("reading", 3),
+        ("embedding", 0),
+        ("embedding", 0),
+    ]

@@ -90,7 +90,11 @@ def sync_files(
         try:
             for done, f in enumerate(found, len(gone) + 1):
                 if f.rel in moved or f.rel in noted.handled:
-                    continue  # moved, or a watcher's change done already
+                    # moved, or a watcher's change done already; the last file still
+                    # closes the count (the line would stop one short of the total)
+                    if progress and done == total:
+                        progress(Progress("reading", done, total, f.rel))
+                    continue
                 stamp = known.get(f.rel)
                 was_read = _sync_one(catalog, settings, read, f, stamp, force, counts, failed)
                 if progress and (was_read or done % QUIET_STEP == 0 or done == total):

@@ -89,6 +89,7 @@ class _Tally:
         self.reading: Progress | None = None
         self.embedded = 0
         self.to_embed: int | None = None  # known once reading has ended
+        self._told: Progress | None = None  # the last reading progress handed on
 
     def read(self, p: Progress) -> None:
         with self._lock:
@@ -115,9 +116,17 @@ class _Tally:
             p = self._current()
             if p is None:
                 return
+            steps = [p]
+            if p.phase != "reading" and self.reading not in (None, self._told):
+                # Reading ended between two calls: its last count is told first, so the
+                # callback hears every file read (its lines say "3 files read", not 2).
+                assert self.reading is not None
+                steps.insert(0, replace(self.reading, embedded=self.embedded))
+            self._told = self.reading
             if self._live is not None:
                 self._live(p)
-        self._progress(p)
+        for step in steps:
+            self._progress(step)
 
 
 class _Reading(threading.Thread):

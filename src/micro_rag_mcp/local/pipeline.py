@@ -101,28 +101,21 @@ class _Tally:
     def _current(self) -> Progress | None:
         if self.to_embed:  # reading has ended, and chunks were or are to be embedded
             return Progress("embedding", self.embedded, self.to_embed)
-        if self.reading is not None:
-            return replace(self.reading, embedded=self.embedded)
-        return None
+        return None if self.reading is None else replace(self.reading, embedded=self.embedded)
 
     def publish(self) -> None:
-        """Hand the callback the current progress; it raises Stopped to stop the pass.
-
-        Only the pass's own thread calls it: a client's callback may need its thread.
-        """
+        """Hand the callback the current progress (only from the pass's own thread: a
+        client's callback may need its thread); it raises Stopped to stop the pass."""
         if self.stop.is_set():
             raise Stopped("the server is stopping")
         with self._lock:
             p = self._current()
             if p is None:
                 return
-            steps = [p]
-            if p.phase != "reading" and self.reading not in (None, self._told):
-                # Reading ended between two calls: its last count is told first, so the
-                # callback hears every file read (its lines say "3 files read", not 2).
-                assert self.reading is not None
-                steps.insert(0, replace(self.reading, embedded=self.embedded))
-            self._told = self.reading
+            # Reading may have ended since the last call: its last count is told first.
+            told, last, self._told = self._told, self.reading, self.reading
+            late = p.phase != "reading" and last is not None and last is not told
+            steps = [replace(last, embedded=self.embedded), p] if late and last else [p]
             if self._live is not None:
                 self._live(p)
         for step in steps:

@@ -43,7 +43,7 @@ def test_term_shares_are_estimated_from_windows_spread_over_the_ids(
 ) -> None:
     texts = [("even all" if i % 2 == 0 else "odd all") + f" row{i}" for i in range(400)]
     catalog = catalog_of(tmp_path, texts)
-    shares = catalog.term_shares([term], windows=4, width=20)  # 80 of the 400 rows
+    shares, _ = catalog.shares_among([term], windows=4, width=20)  # 80 of the 400 rows
     assert shares[term] == pytest.approx(share)
 
 
@@ -61,10 +61,10 @@ def test_cjk_shares_are_counted_among_the_chunks_that_hold_cjk_text(
     else:
         texts += chinese
     catalog = catalog_of(tmp_path, texts)
-    shares = catalog.term_shares(["图书", "的古", "政厅", "火车"], 4, 20, table="chunks_cjk")
+    shares, _ = catalog.shares_among(["图书", "的古", "政厅", "火车"], 4, 20, "chunks_cjk")
     assert shares == pytest.approx({"图书": 0.5, "的古": 0.25, "政厅": 0.5, "火车": 0.0})
     # The words' shares are still counted over every chunk's windows.
-    assert catalog.term_shares(["english"], 4, 20)["english"] == pytest.approx(1.0)
+    assert catalog.shares_among(["english"], 4, 20)[0]["english"] == pytest.approx(1.0)
     # and a pair's idf is FTS5's over the rows that hold CJK text
-    assert catalog.table_rows("chunks_cjk", 4, 20) == 4
-    assert catalog.table_rows("chunks_fts", 4, 20) == len(texts)
+    assert catalog.shares_among([], 4, 20, table="chunks_cjk")[1] == 4
+    assert catalog.shares_among([], 4, 20)[1] == len(texts)

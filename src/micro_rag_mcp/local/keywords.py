@@ -35,7 +35,7 @@ def keyword_hits(
     """The best ``limit`` chunks for the terms by BM25, best first, with their scores
     (only chunks of ``files``, if given); and the summed idf of the terms searched
     (``idf_sum``)."""
-    shares = catalog.term_shares(terms)
+    shares, _ = catalog.shares_among(terms)
     searched = searched_terms(terms, shares)
     weight = idf_sum(searched, shares, catalog.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):

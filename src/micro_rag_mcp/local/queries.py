@@ -221,19 +221,20 @@ class CatalogQueries:
         rows = self._conn.execute(sql, (weights[0], weights[1], match, *scope, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def term_shares(
+    def shares_among(
         self,
         terms: Sequence[str],
         windows: int = 4,
         width: int = 2500,
         table: Literal["chunks_fts", "chunks_cjk"] = "chunks_fts",
-    ) -> dict[str, float]:
-        """About what share of the table's rows contain each term, counted in ``windows``
-        runs of ``width`` ids spread over the rows' ids (all of them when they are that
-        few), so the cost does not grow with the catalog. ``table``: the words' index (a
-        row per chunk), or the CJK bigrams' (a row per chunk that holds CJK text: a share
-        of those, however few of the folder's chunks they are)."""
-        ranges, rows, _ = self._sample(table, windows, width)
+    ) -> tuple[dict[str, float], int]:
+        """About what share of the table's rows contain each term, and about how many
+        rows it holds, counted in ``windows`` runs of ``width`` ids spread over the rows'
+        ids (all of them when they are that few), so the cost does not grow with the
+        catalog. ``table``: the words' index (a row per chunk), or the CJK bigrams' (a
+        row per chunk that holds CJK text: a share of those, however few of the
+        folder's chunks they are)."""
+        ranges, rows, total = self._sample(table, windows, width)
         shares: dict[str, float] = {}
         for term in terms:
             hits = sum(
@@ -247,21 +248,12 @@ class CatalogQueries:
                 for first, last in ranges
             )
             shares[term] = hits / rows if rows else 0.0
-        return shares
-
-    def table_rows(
-        self,
-        table: Literal["chunks_fts", "chunks_cjk"] = "chunks_fts",
-        windows: int = 4,
-        width: int = 2500,
-    ) -> int:
-        """About how many rows the table holds, counted as ``term_shares`` counts."""
-        return self._sample(table, windows, width)[2]
+        return shares, total
 
     def _sample(
         self, table: str, windows: int, width: int
     ) -> tuple[list[tuple[int, int]], int, int]:
-        """The id ranges ``term_shares`` counts in, the rows in them, and about how many
+        """The id ranges ``shares_among`` counts in, the rows in them, and about how many
         rows the table holds."""
         # FTS5's own table of row sizes: its ids are the rows', and counting there reads
         # no text. Two subqueries: min and max together in one would scan the table.

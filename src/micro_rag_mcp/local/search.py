@@ -245,9 +245,9 @@ def keyword_evidence(
         hits, weight = keyword_channel(catalog, words, params.depth, weights, files)
     if counts:  # CJK runs are found by their bigrams (see cjk.py)
         grams = list(counts)
-        shares = catalog.term_shares(grams, table="chunks_cjk")
+        shares, rows = catalog.shares_among(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
-        weight += idf_sum(searched, shares, catalog.table_rows("chunks_cjk"))
+        weight += idf_sum(searched, shares, rows)
         passages = catalog.cjk_search(or_query(searched), params.depth, files)
         if long_cjk:
             passages = with_documents(catalog, counts, shares, passages, params.depth, files)

@@ -5,12 +5,16 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.engine import Engine
 from tests.fakes import FakeEmbedder
+
+if TYPE_CHECKING:
+    from tests.milvuskit import MilvusServer
 
 # Modules whose tests start the real model, subprocesses, milvus-lite, the real watcher or
 # the crash harness: marked ``slow``, so ``pytest -m "not slow"`` is the quick inner loop.
@@ -25,6 +29,7 @@ SLOW_MODULES = frozenset(
         "test_graph_cache",
         "test_hostile_files",
         "test_milvus",
+        "test_milvus_documents",
         "test_new_formats_indexed",
         "test_notifications",
         "test_ocr",
@@ -81,6 +86,17 @@ def make_settings(data: Path, **kw: object) -> Settings:
     kw.setdefault("watch", "off")
     kw.setdefault("index_folder", data / "index")
     return Settings(data_folder=data, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServer]:
+    """One real milvus-lite server for a module's tests, each in a collection of its own."""
+    from tests.milvuskit import MilvusServer
+
+    server = MilvusServer(tmp_path_factory.mktemp("milvus"))
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from micro_rag_mcp.text.cjk import (
     gram_token,
     gram_tokens,
     has_cjk,
+    pair_word,
     query_gram_tokens,
     query_grams,
 )
@@ -100,3 +101,10 @@ def test_a_deleted_file_leaves_the_cjk_index_and_english_adds_nothing(
     engine.reindex()
     assert cjk_rows(cjk_folder / "index") == before - 1
     assert by_keyword(engine, "图书馆") == []
+
+
+def test_a_pair_word_is_one_short_ascii_word_and_tells_every_pair_apart() -> None:
+    samples = ["東京", "京都", "東", "京", "\U00020000\U0002fa1d", "가나", "东京"]
+    words = [pair_word(g) for g in samples]
+    assert len(set(words)) == len(samples)
+    assert all(w.isascii() and w.isalnum() and w == w.lower() and len(w) <= 9 for w in words)

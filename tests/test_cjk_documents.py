@@ -7,21 +7,14 @@ from pathlib import Path
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY, whole_text
+from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.keywords import or_query
-from micro_rag_mcp.local.search import DOCUMENT_GRAMS, keyword_evidence
+from micro_rag_mcp.local.search import keyword_evidence
+from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import SearchScope, parse_scope
-from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts
-
-# Sixty distinct characters: a "case description" of 59 bigrams, none found elsewhere.
-DESCRIPTION = "".join(chr(0x4E00 + i) for i in range(60))
-
-
-def filler(start: int, length: int) -> str:
-    """CJK text whose characters the description does not use, in sentences."""
-    chars = [chr(0x6000 + (start + i) % 400) for i in range(length)]
-    return "。".join("".join(chars[i : i + 30]) for i in range(0, length, 30)) + "。"
+from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts, whole_text
+from tests.cjkkit import DESCRIPTION, write_case_folder
 
 
 def file_rows(index: Path) -> dict[str, str]:
@@ -36,20 +29,6 @@ def file_rows(index: Path) -> dict[str, str]:
 def by_keyword(engine: Engine, query: str, scope: SearchScope | None = None) -> list[str]:
     found = engine.search(query, 5, 0.0, scope).hits
     return [h.chunk.path for h in found if "keyword" in h.channels]
-
-
-def write_case_folder(data: Path) -> None:
-    """Cases of about the same length: one holds the whole description, a quarter in
-    each of four passages far apart; one holds a third of it twice in one passage (the
-    best single passage); the others none of it (so its pairs are rare)."""
-    parts = [DESCRIPTION[i : i + 15] for i in range(0, 60, 15)]
-    (data / "whole.txt").write_text(
-        "".join(filler(i * 97, 1100) + part for i, part in enumerate(parts))
-    )
-    third = DESCRIPTION[:20] + "。" + DESCRIPTION[:20] + "。"
-    (data / "part.txt").write_text(filler(7, 2200) + third + filler(11, 2200))
-    for n in range(8):
-        (data / f"other{n}.txt").write_text(filler(n * 31, 4400))
 
 
 def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_part_twice(

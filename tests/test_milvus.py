@@ -49,14 +49,6 @@ FILES = {
 QUERIES = ["clever fox", "sleeping cats", "tomato sunlight", "bread dough", "Hindenburg ocean"]
 
 
-@pytest.fixture(scope="module")
-def milvus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServer]:
-    server = MilvusServer(tmp_path_factory.mktemp("milvus"))
-    server.start()
-    yield server
-    server.stop()
-
-
 def write_folder(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from micro_rag_mcp.core.records import NewChunk
-from micro_rag_mcp.text.cjk import bigrams, has_cjk
+from micro_rag_mcp.text.cjk import bigrams, has_cjk, whole_text
 
 logger = logging.getLogger(__name__)
 
@@ -79,17 +79,3 @@ def _store_file_row(
     conn.execute(
         "INSERT INTO files_cjk(rowid, grams) VALUES (?, ?)", (file_id, bigrams(whole_text(rows)))
     )
-
-
-def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
-    """A file's text from its chunks in order (id, title, text, char_start, char_end):
-    the title once, and of each chunk only what the one before did not already hold."""
-    parts: list[str] = []
-    covered = 0
-    for _, _, text, start, end in rows:
-        if start > covered and parts:  # what lay between two chunks (a line break, a space)
-            parts.append("\n")
-        skip = max(0, covered - start)
-        parts.append(text[skip:])
-        covered = max(covered, end)
-    return (rows[0][1] + "\n" if rows else "") + "".join(parts)

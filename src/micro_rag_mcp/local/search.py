@@ -28,10 +28,10 @@ from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.search.documents import by_documents, document_terms, is_long
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
-    COMMON_SHARE,
     idf_sum,
     names_identifier,
     query_terms,
@@ -51,16 +51,6 @@ DEFAULT_PARAMS = SearchParams()
 # first chunks) are embedded with the query, this many at most: they are then ranked as
 # they will be once the index is complete, for a fraction of a second per search.
 EMBED_NOW = 8
-
-# A CJK query of this many bigrams or more (a paragraph) is matched against whole files
-# (``with_documents``): a file that holds the whole description ranks above a passage
-# that holds part of it twice. LeCaRD dev, nDCG@10: passages 0.43, whole files 0.62, and
-# a fifth of the passage's score added to its file's lowered that (docs/benchmarks.md).
-DOCUMENT_GRAMS = 32
-# The whole-file match searches at most about this many pairs (repeats counted), the
-# rarest: a LeCaRD description holds 280 or so, and a query of 2,000 characters would
-# otherwise take ~900, 4.7 s on 9,088 cases (the common pairs have the longest lists).
-MAX_DOCUMENT_TERMS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +224,7 @@ def keyword_evidence(
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords)
     counts = query_gram_counts(query)
-    long_cjk = sum(counts.values()) >= DOCUMENT_GRAMS
+    long_cjk = is_long(counts)
     # A long CJK query's runs are matched by their pairs, in passages and whole files; as
     # words (a run is one FTS5 token) they only add exact repeats of a clause: noise.
     words = [t for t in terms if not has_cjk(t)] if long_cjk else terms
@@ -264,39 +254,16 @@ def with_documents(
     files: Sequence[int] | None,
 ) -> list[tuple[int, float]]:
     """The keyword hits of a long CJK query, ranked by their files' match of the whole
-    query (``grams.py``): BM25 over each file's whole text for every pair of the query
-    not in most chunks, as often as the query holds it (the rarest
-    ``MAX_DOCUMENT_TERMS``). Each of the best ``depth``
-    files is represented by its best passage hit, or else its first chunk, with its
-    file's score on the scale of the best passage's; a passage hit of any other file
-    follows them, in its own order."""
+    query (``grams.py``, ``documents.by_documents``)."""
     if catalog.get_meta(FILE_GRAMS_KEY) != "1":  # made before, its rows not all written yet
         return list(passages)
-    kept: list[str] = []
-    for gram in sorted(counts, key=lambda g: shares.get(g, 0.0)):  # the rarest first
-        if shares.get(gram, 0.0) > COMMON_SHARE or len(kept) >= MAX_DOCUMENT_TERMS:
-            break
-        kept += [gram] * counts[gram]
+    kept = document_terms(counts, shares)
     documents = catalog.cjk_file_search(or_query(kept), depth, files) if kept else []
-    if not documents or documents[0][1] <= 0:
+    if not documents:
         return list(passages)
-    heads = catalog.head_ids([cid for cid, _ in passages])
-    best_passage: dict[int, tuple[int, float]] = {}  # a file's head -> its best passage hit
-    for cid, score in passages:  # best first
-        best_passage.setdefault(heads.get(cid, cid), (cid, score))
-    firsts = catalog.first_chunks([fid for fid, _ in documents])
-    d_best = documents[0][1]
-    scale = passages[0][1] if passages else d_best
-    scores: dict[int, float] = {}
-    for fid, d_score in documents:
-        head = firsts.get(fid)
-        if head is not None:
-            cid, _ = best_passage.pop(head, (head, 0.0))
-            scores[cid] = scale * d_score / d_best
-    below = scale * documents[-1][1] / d_best / 2
-    for cid, p_score in best_passage.values():  # files outside the best documents
-        scores[cid] = below * p_score / scale
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    head_of = catalog.head_ids([cid for cid, _ in passages])
+    first_of = catalog.first_chunks([fid for fid, _ in documents])
+    return by_documents(passages, documents, head_of, first_of)
 
 
 def _merged(

@@ -1,5 +1,5 @@
 """A Milvus store's connection and collections: connecting with retries, calls that
-say what failed, the two collections' schemas, creating, checking and dropping them.
+say what failed, the collections' schemas, creating, checking and dropping them.
 
 ``MilvusIndex`` adds the rows: files, chunks, searches.
 """
@@ -38,16 +38,20 @@ RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 # standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
+# A property of the grams collection for each share (I of N, 1-based) of the folder whose
+# files' rows are all written; a store made with the collection is whole from its start.
+GRAMS_DONE = "micro_rag.grams"
 
 
 class MilvusCollections:
     """One store's client (made at first use, shared by the threads of a process) and
-    its two collections."""
+    its collections: files, chunks, and the pairs of files with CJK text (``grams``)."""
 
     def __init__(self, config: StoreConfig) -> None:
         self.config = config
         self.chunks = f"{config.collection}_chunks"
         self.files_name = f"{config.collection}_files"
+        self.grams = f"{config.collection}_grams"
         self._client: Any = None
         self._lock = threading.Lock()
         self._seen = False  # the chunks collection exists
@@ -127,13 +131,13 @@ class MilvusCollections:
         raise AssertionError("unreachable")
 
     def _load(self, client: Any, cause: Exception) -> None:
-        """Load both collections into the server's memory again.
+        """Load the collections into the server's memory again.
 
         Milvus keeps a collection loaded across restarts; milvus-lite does not, and
         refuses every read of it until a client loads it."""
         logger.info("the store's collections are not loaded (%s); loading them", cause)
         try:
-            for name in (self.files_name, self.chunks):
+            for name in (self.files_name, self.chunks, self.grams):
                 if client.has_collection(name):
                     client.load_collection(name)
         except Exception as e:
@@ -155,7 +159,9 @@ class MilvusCollections:
         return dict(json.loads(raw)) if raw else {}
 
     def create(self, dimension: int, identity: dict[str, str]) -> None:
-        """Make both collections, recording ``identity`` (if they exist: nothing)."""
+        """Make the collections, recording ``identity`` (those that exist are kept). The
+        grams collection of a store made before it is left without its marks: the
+        next pass writes its rows (``sync``)."""
         from pymilvus import DataType
 
         def make(c: Any) -> None:
@@ -174,7 +180,16 @@ class MilvusCollections:
                 index.add_index(field_name="status", index_type="INVERTED")  # the counts
                 index.add_index(field_name="shard_key", index_type="STL_SORT")  # a share
                 _create(c, self.files_name, schema=schema, index_params=index)
-            if not c.has_collection(self.chunks):
+            new = not c.has_collection(self.chunks)
+            if not c.has_collection(self.grams):
+                _create(
+                    c,
+                    self.grams,
+                    schema=self._grams_schema(c),
+                    index_params=self._grams_indexes(c),
+                    properties={share_mark((1, 1)): "1"} if new else {},
+                )
+            if new:
                 _create(
                     c,
                     self.chunks,
@@ -187,7 +202,7 @@ class MilvusCollections:
 
     @staticmethod
     def _chunk_schema(c: Any, dimension: int) -> Any:
-        from pymilvus import DataType, Function, FunctionType
+        from pymilvus import DataType
 
         schema = c.create_schema(auto_id=True)
         schema.add_field("id", DataType.INT64, is_primary=True)
@@ -199,25 +214,44 @@ class MilvusCollections:
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_TEXT_BYTES)
         for name in ("section", "locator"):
             schema.add_field(name, DataType.VARCHAR, max_length=SMALL_BYTES)
-        schema.add_field(
-            "keywords",
-            DataType.VARCHAR,
-            max_length=MAX_TEXT_BYTES,
-            enable_analyzer=True,
-            analyzer_params=ANALYZER,
-        )
         schema.add_field("bucket", DataType.INT64)  # ``milvus_rows.bucket``: a fair sample
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dimension)
-        schema.add_function(
-            Function(
-                name="bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["keywords"],
-                output_field_names=["sparse"],
-            )
-        )
+        _add_bm25(schema, "keywords")
         return schema
+
+    @staticmethod
+    def _grams_schema(c: Any) -> Any:
+        """A row per file with CJK text (two or more for a long one): its pairs as
+        ``cjk.pair_word`` words, for BM25 over whole files (``search.documents``)."""
+        from pymilvus import DataType
+
+        schema = c.create_schema(auto_id=True)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field("path", DataType.VARCHAR, max_length=4096)
+        schema.add_field("version", DataType.INT64)
+        _add_bm25(schema, "pairs")
+        return schema
+
+    @staticmethod
+    def _grams_indexes(c: Any) -> Any:
+        index = c.prepare_index_params()
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        index.add_index(field_name="path", index_type="INVERTED")
+        return index
+
+    def grams_whole(self) -> bool:
+        """Whether every file with CJK text has its rows in the grams collection: the
+        store was made with it, or each share of one division of the folder wrote them."""
+        if not self._call(lambda c: c.has_collection(self.grams)):
+            return False
+        props = self._call(lambda c: c.describe_collection(self.grams)).get("properties", {})
+        shares = [tuple(map(int, k.split(".")[-2:])) for k in props if k.startswith(GRAMS_DONE)]
+        return any({i for i, m in shares if m == n} == set(range(1, n + 1)) for _, n in shares)
+
+    def mark_grams(self, shard: tuple[int, int] | None) -> None:
+        """Note that this share's files with CJK text have their grams rows."""
+        mark = share_mark(shard or (1, 1))
+        self._call(lambda c: c.alter_collection_properties(self.grams, properties={mark: "1"}))
 
     @staticmethod
     def _chunk_indexes(c: Any) -> Any:
@@ -252,15 +286,43 @@ class MilvusCollections:
             )
 
     def drop(self) -> None:
-        """Remove both collections (tests and benchmarks start clean)."""
+        """Remove the collections (tests and benchmarks start clean)."""
 
         def drop(c: Any) -> None:
-            for name in (self.chunks, self.files_name):
+            for name in (self.chunks, self.files_name, self.grams):
                 if c.has_collection(name):
                     c.drop_collection(name)
 
         self._call(drop)
         self._seen = False
+
+
+def _add_bm25(schema: Any, field: str) -> None:
+    """A text field read by ``ANALYZER`` and the ``sparse`` field Milvus's BM25 function
+    makes of it (no model)."""
+    from pymilvus import DataType, Function, FunctionType
+
+    schema.add_field(
+        field,
+        DataType.VARCHAR,
+        max_length=MAX_TEXT_BYTES,
+        enable_analyzer=True,
+        analyzer_params=ANALYZER,
+    )
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_function(
+        Function(
+            name="bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=[field],
+            output_field_names=["sparse"],
+        )
+    )
+
+
+def share_mark(shard: tuple[int, int]) -> str:
+    """The grams collection's property that says share I of N is written."""
+    return f"{GRAMS_DONE}.{shard[0]}.{shard[1]}"
 
 
 def _released(e: Exception) -> bool:

@@ -1,4 +1,4 @@
-"""The index in Milvus: a chunks collection and a files collection, and every query on them.
+"""The index in Milvus: chunks, files and grams collections, and every query on them.
 
 ``NAME_files`` also holds each path's ``shard_key`` (``store.shard_key``), so a worker
 of share I/N asks for its own file rows with one range filter rather than reading every
@@ -16,6 +16,10 @@ chunks are inserted under a new version, its file row is flipped to that version
 upsert of one entity), then the old version's chunks are deleted. Readers keep only
 chunks whose version is their file's current one, so a process killed at any instant
 leaves the old state or the new one visible, never both and never half.
+
+``NAME_grams`` holds the CJK pairs of each file's whole text (a long file in several
+rows), under the file's version as its chunks are, for long CJK queries
+(``search.documents``).
 
 The run identity (vector space, chunking and keyword stemming) is a property of the
 chunks collection; ``check_identity`` refuses to mix another.
@@ -58,6 +62,7 @@ FILES_LAYOUT = "shard-key-range-1"
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
+GRAMS_BATCH = 128  # grams rows per insert (each up to 64 KB: gRPC caps a message)
 
 T = TypeVar("T")
 
@@ -80,7 +85,7 @@ def _sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]
 
 
 class MilvusIndex(MilvusCollections):
-    """One connection to the two collections of one index."""
+    """One connection to the collections of one index."""
 
     # -- connection ------------------------------------------------------------------
 
@@ -165,8 +170,9 @@ class MilvusIndex(MilvusCollections):
         """
 
         def seal(c: Any) -> None:
-            for name in (self.chunks, self.files_name):
-                c.flush(name)
+            for name in (self.chunks, self.files_name, self.grams):
+                if name != self.grams or c.has_collection(name):
+                    c.flush(name)
 
         self._call(seal)
 
@@ -205,8 +211,8 @@ class MilvusIndex(MilvusCollections):
         return ids
 
     def delete_strays(self, paths: Sequence[tuple[str, int]]) -> None:
-        """Delete each path's chunks but those of the given version (0: all of them): what
-        a replaced version or a killed write left.
+        """Delete each path's chunks and grams rows but those of the given version (0: all
+        of them): what a replaced version or a killed write left.
 
         One request per ``QUERY_BATCH`` files: a delete by filter makes milvus-lite read
         every row of the collection, whatever the filter."""
@@ -215,12 +221,52 @@ class MilvusIndex(MilvusCollections):
             kept = [(p, v) for p, v in batch if v != 0]
             parts = [in_filter("path", new)] if new else []
             parts += [f"(path == {literal(p)} and version != {int(v)})" for p, v in kept]
-            where = " or ".join(parts)
-            self._call(lambda c, w=where: c.delete(self.chunks, filter=w))  # type: ignore[misc]
+            self._delete(" or ".join(parts))
 
     def delete_chunks(self, path: str) -> None:
-        """Delete every chunk of one file."""
-        self._call(lambda c: c.delete(self.chunks, filter=f"path == {literal(path)}"))
+        """Delete every chunk (and grams row) of one file."""
+        self._delete(f"path == {literal(path)}")
+
+    def delete_grams(self, paths: Sequence[str]) -> None:
+        """Delete the grams rows of files (before they are written again)."""
+        for batch in _batched(paths):
+            where = in_filter("path", batch)
+            self._call(lambda c, w=where: c.delete(self.grams, filter=w))  # type: ignore[misc]
+
+    def _delete(self, where: str) -> None:
+        """Delete the chunks and grams rows that match ``where`` (a grams collection a
+        store of another release lacks is left alone)."""
+
+        def delete(c: Any) -> None:
+            c.delete(self.chunks, filter=where)
+            if c.has_collection(self.grams):
+                c.delete(self.grams, filter=where)
+
+        self._call(delete)
+
+    def insert_grams(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Store grams rows (``rows.gram_rows``), a few per request (each up to 64 KB)."""
+        for batch in _batched(rows, GRAMS_BATCH):
+            self._call(lambda c, b=batch: c.insert(self.grams, list(b)), retry=False)  # type: ignore[misc]
+
+    def cjk_paths(self) -> set[str]:
+        """The paths of every chunk whose keywords hold a CJK pair (``cjk.gram_token``:
+        ``cjk`` then a code point's six hex digits, which begin with 0)."""
+
+        def scan(c: Any) -> set[str]:
+            paths: set[str] = set()
+            where = 'keywords like "%cjk0%"'
+            it = c.query_iterator(
+                self.chunks, batch_size=1000, filter=where, output_fields=["path"]
+            )
+            try:
+                while batch := it.next():
+                    paths.update(str(r["path"]) for r in batch)
+            finally:
+                it.close()
+            return paths
+
+        return self._call(scan)
 
     def versions_of(self, path: str) -> set[int]:
         rows = self._call(
@@ -262,6 +308,26 @@ class MilvusIndex(MilvusCollections):
             )
         )
         return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found[0]]
+
+    def whole_files(self, words: Sequence[str], limit: int) -> list[tuple[str, int, float]]:
+        """The best ``limit`` grams rows for ``words`` (``cjk.pair_word``, repeats
+        counted) by Milvus's BM25 over each row: (path, version, score), best first."""
+        if not words:
+            return []
+        found = self._call(
+            lambda c: c.search(
+                self.grams,
+                data=[" ".join(words)],
+                anns_field="sparse",
+                limit=limit,
+                output_fields=["path", "version"],
+                search_params={"metric_type": "BM25"},
+            )
+        )
+        return [
+            (str(h["entity"]["path"]), int(h["entity"]["version"]), abs(float(h["distance"])))
+            for h in found[0]
+        ]
 
     def sample_keywords(self, buckets: int, limit: int) -> list[str]:
         """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at

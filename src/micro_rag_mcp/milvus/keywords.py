@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
+from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.terms import searched_terms
-from micro_rag_mcp.text.cjk import is_gram_token
+from micro_rag_mcp.text.cjk import gram_token, is_gram_token, pair_word
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -158,6 +159,21 @@ def keyword_evidence(
     scored.sort(key=lambda s: (-s[1], s[0].id))
     hits = [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]
     return hits, sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
+
+
+def whole_file_hits(
+    index: MilvusIndex, stats: KeywordStats, counts: Mapping[str, int], limit: int
+) -> list[tuple[str, int, float]]:
+    """The grams rows that best match a long CJK query's pairs (``counts``, see
+    ``documents.document_terms``: their shares are the sampled passages'), by Milvus's
+    BM25 over each row: (path, version, score), ``POOL`` times ``limit`` of them."""
+    chunks = index.count_chunks()
+    if not counts or chunks == 0:
+        return []
+    sample = stats.sample(index, chunks)
+    shares = {g: sample.share(gram_token(g)) for g in counts}
+    words = [pair_word(g) for g in document_terms(counts, shares)]
+    return index.whole_files(words, POOL * limit)
 
 
 def fts5_idf(chunks: int, having: float) -> float:

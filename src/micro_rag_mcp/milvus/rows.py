@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.records import FileRecord, FileStatus, NewChunk, StoredChunk, file_status
 from micro_rag_mcp.milvus.shards import shard_key
-from micro_rag_mcp.text.cjk import gram_tokens
+from micro_rag_mcp.text.cjk import bigrams, gram_tokens, has_cjk, pair_word, whole_text
 from micro_rag_mcp.text.stemming import stemmed
 
 if TYPE_CHECKING:
@@ -128,6 +128,30 @@ def chunk_rows(
         }
         for c, v in zip(chunks, vectors, strict=True)
     ]
+
+
+def gram_rows(
+    path: str, version: int, title: str, chunks: Sequence[tuple[str, int, int]]
+) -> list[dict[str, Any]]:
+    """The grams collection's rows of one file from its chunks in order (text,
+    char_start, char_end): the pairs of its whole text (``cjk.whole_text``) as
+    ``pair_word`` words, in as few rows as Milvus's text limit allows (about 6,500 pairs
+    a row); none for a file without CJK text."""
+    text = whole_text([(0, title, t, start, end) for t, start, end in chunks])
+    if not has_cjk(text):
+        return []
+    rows: list[dict[str, Any]] = []
+    part: list[str] = []
+    size = 0
+    for gram in bigrams(text).split():
+        word = pair_word(gram)
+        if size + len(word) + 1 > MAX_TEXT_BYTES:
+            rows.append({"path": path, "version": version, "pairs": " ".join(part)})
+            part, size = [], 0
+        part.append(word)
+        size += len(word) + 1
+    rows.append({"path": path, "version": version, "pairs": " ".join(part)})
+    return rows
 
 
 def bucket(path: str, chunk_index: int) -> int:

@@ -17,11 +17,12 @@ from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence
-from micro_rag_mcp.milvus.rows import ChunkHit, stored_chunk
+from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence, whole_file_hits
+from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
+from micro_rag_mcp.search.documents import by_documents, is_long
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms
-from micro_rag_mcp.text.cjk import query_gram_tokens, read_share
+from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,13 +47,23 @@ def store_search(
         dense = index.dense(query_vector, params.depth)
     stopwords = params.stopwords if params.drop_stopwords else frozenset()
     terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
-    # CJK runs are found by their bigrams, searched with the words (see cjk.py).
-    grams = query_gram_tokens(query) if "keyword" in params.channels else []
+    # CJK runs are found by their bigrams, searched with the words (see cjk.py); a long
+    # CJK query's also in whole files, and its runs are not searched as words.
+    counts = query_gram_counts(query) if "keyword" in params.channels else {}
+    grams = [gram_token(g) for g in counts]
+    documents: list[tuple[str, int, float]] = []
+    if is_long(counts):
+        terms = [t for t in terms if not has_cjk(t)]
+        if index.grams_whole():  # a store made before: once its next pass wrote them
+            documents = whole_file_hits(index, stats, counts, params.depth)
     keyword, keyword_idf = keyword_evidence(index, stats, terms, grams, params.depth)
-    files = index.file_rows({h.path for h in [*dense, *keyword]})
+    paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
+    files = index.file_rows(paths)
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
     keyword_hits = _current(keyword, current)
+    if documents:
+        keyword_hits = _by_documents(keyword_hits, keyword, documents, files, params.depth)
     cosine = dict(vector_hits)
     heads: dict[int, int] = {}
     head_cosine: dict[int, float] = {}
@@ -61,6 +72,9 @@ def store_search(
         if params.fusion != "rrf" and params.head_weight != 0:
             head_of = {p: r.head_id for p, r in files.items() if r.head_id >= 0}
             heads = {h.id: head_of[h.path] for h in [*dense, *keyword] if h.path in head_of}
+            # A file the whole-file match found is shown by its first chunk if no passage.
+            firsts = set(head_of.values())
+            heads.update((cid, cid) for cid, _ in keyword_hits if cid in firsts)
         # Keyword candidates and heads get their cosine too: the threshold and the
         # fusion use it. One request fetches every vector still missing.
         missing = {cid for cid, _ in keyword_hits if cid not in cosine}
@@ -71,7 +85,8 @@ def store_search(
     identifier = names_identifier(query)
     # Passages of code are judged by meaning unless the query names an identifier.
     judged = params.judge_code and params.fusion != "rrf" and not identifier
-    code = frozenset(h.id for h in keyword if judged and is_code(h.path))
+    path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
+    code = frozenset(cid for cid, _ in keyword_hits if judged and is_code(path_of.get(cid, "")))
     ranking = fuse(
         Candidates(
             vector=vector_hits,
@@ -97,6 +112,26 @@ def store_search(
         }
 
     return Found(best_hits(fetch, ranking, top_k, score_threshold), ranking.no_good_match)
+
+
+def _by_documents(
+    passages: Sequence[tuple[int, float]],
+    keyword: Sequence[ChunkHit],
+    documents: Sequence[tuple[str, int, float]],
+    files: Mapping[str, FileRow],
+    depth: int,
+) -> list[tuple[int, float]]:
+    """The passage hits ranked by their files' whole-file match (``documents``): each
+    current file's best row, the best ``depth`` files."""
+    best: dict[str, float] = {}
+    for path, version, score in documents:  # best first
+        row = files.get(path)
+        if row is not None and row.record.status == "ok" and row.version == version:
+            best.setdefault(path, score)
+    ranked = list(best.items())[:depth]
+    head_of = {h.id: files[h.path].head_id for h in keyword if h.path in files}
+    first_of = {p: files[p].head_id for p, _ in ranked if files[p].head_id >= 0}
+    return by_documents(passages, ranked, head_of, first_of)
 
 
 def _current(hits: Sequence[ChunkHit], current: Mapping[str, int]) -> list[tuple[int, float]]:

@@ -9,7 +9,8 @@ whole batch, and each file is old or new after any of them:
 
 1. the file rows note the versions about to be written (``previous``); a file new to
    the store gets a row of status ``writing``, which no search, read or count shows;
-2. the new chunks are inserted under those versions;
+2. the new chunks (and the pairs of a file with CJK text, ``gram_rows``) are inserted
+   under those versions;
 3. the rows flip to them, noting the replaced versions instead;
 4. every chunk of those files but the current version's is deleted;
 5. the notes are cleared.
@@ -46,7 +47,7 @@ from micro_rag_mcp.ingest.scanner import ScannedFile, Scope, scan
 from micro_rag_mcp.ingest.skipped import Meta
 from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.rows import WRITING, FileRow, chunk_rows, new_version
+from micro_rag_mcp.milvus.rows import WRITING, FileRow, chunk_rows, gram_rows, new_version
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.text.vector_text import embedding_text
@@ -89,6 +90,8 @@ def sync_store(
     many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
+    if not index.grams_whole():
+        write_grams(index, known, shard)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
@@ -135,6 +138,26 @@ def _finish_writes(index: MilvusIndex, known: dict[str, FileRow]) -> dict[str, F
     logger.info("finished %d writes a killed pass left", len(noted))
     kept = {p: r for p, r in known.items() if p not in unborn}
     return kept | {row.record.path: row for row in cleared}
+
+
+def write_grams(
+    index: MilvusIndex, known: dict[str, FileRow], shard: tuple[int, int] | None
+) -> None:
+    """Write the grams rows of this share's files with CJK text, in a store made before
+    its grams collection, from their stored chunks (without the title, which a chunk row
+    does not keep); then note the share done. Killed half way, it starts over."""
+    paths = sorted(p for p in index.cjk_paths() if p in known and known[p].record.status == "ok")
+    index.delete_grams(paths)
+    written = 0
+    for path in paths:
+        row = known[path]
+        chunks = index.file_chunk_rows(path, row.version)
+        spans = [(str(c["text"]), int(c["char_start"]), int(c["char_end"])) for c in chunks]
+        rows = gram_rows(path, row.version, "", spans)
+        index.insert_grams(rows)
+        written += bool(rows)
+    index.mark_grams(shard)
+    logger.info("the pairs of %d whole files with CJK text were written", written)
 
 
 def forget(index: MilvusIndex, rel: str) -> None:
@@ -211,11 +234,15 @@ class _BatchWriter:
         vectors = self._embed(writes)
         versions = {w.record.path: new_version() for w in writes}
         self.index.put_files([_intent(w, versions[w.record.path]) for w in writes])
-        rows = []
+        rows, grams = [], []
         for w, dense in zip(writes, vectors, strict=True):
             title = w.chunks[0].title if w.chunks else ""
-            rows.extend(chunk_rows(w.record.path, versions[w.record.path], title, w.chunks, dense))
+            version = versions[w.record.path]
+            rows.extend(chunk_rows(w.record.path, version, title, w.chunks, dense))
+            spans = [(c.text, c.char_start, c.char_end) for c in w.chunks]
+            grams.extend(gram_rows(w.record.path, version, title, spans))
         ids = self.index.insert_chunks(rows)
+        self.index.insert_grams(grams)
         now, at = [], 0
         for w in writes:  # each file's first chunk comes first among its rows
             head = ids[at] if w.chunks else -1

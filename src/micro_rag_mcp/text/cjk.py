@@ -15,6 +15,8 @@ nothing, so English is unaffected.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 MAX_QUERY_GRAMS = 1024  # distinct pairs a query is read for: a bound against hostile input
 MAX_GRAM_REPEATS = 4  # times one pair of a query counts, at most
@@ -94,3 +96,32 @@ def query_gram_counts(text: str) -> dict[str, int]:
 def query_gram_tokens(text: str) -> list[str]:
     """The query's bigrams (``query_grams``) as ``gram_token`` words."""
     return [gram_token(g) for g in query_grams(text)]
+
+
+def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
+    """A file's text from its chunks in order (id, title, text, char_start, char_end):
+    the title once, and of each chunk only what the one before did not already hold."""
+    parts: list[str] = []
+    covered = 0
+    for _, _, text, start, end in rows:
+        if start > covered and parts:  # what lay between two chunks (a line break, a space)
+            parts.append("\n")
+        skip = max(0, covered - start)
+        parts.append(text[skip:])
+        covered = max(covered, end)
+    return (rows[0][1] + "\n" if rows else "") + "".join(parts)
+
+
+def pair_word(gram: str) -> str:
+    """A bigram (or lone character) as a short ASCII word, ``q`` and its code points in
+    base 36: a whole file's pairs as ``gram_token`` words (15 letters) would take twice
+    the room, and a store caps a row's text."""
+    value = 0
+    for ch in gram:
+        value = value * 0x110000 + ord(ch)
+    value += 0x110000 if len(gram) == 1 else 0x110000 * 0x110000  # one char never as two
+    digits = []
+    while value:
+        value, d = divmod(value, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[d])
+    return "q" + "".join(reversed(digits))

@@ -1,0 +1,164 @@
+"""A long CJK query on a Milvus store is matched against whole files, as embedded.
+
+The store keeps each file's pairs in its grams collection (``rows.gram_rows``), under the
+file's version as its chunks are; a store made before that collection gets its rows at
+its next pass. Against one real milvus-lite server, started once for the module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.milvus.engine import MilvusEngine
+from micro_rag_mcp.milvus.index import MilvusIndex
+from micro_rag_mcp.milvus.rows import gram_rows
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.text.cjk import pair_word
+from tests.cjkkit import DESCRIPTION, write_case_folder
+from tests.conftest import make_settings
+from tests.fakes import FakeEmbedder
+from tests.milvuskit import MilvusServer, store_engine
+
+KEYWORD = SearchParams(channels=("keyword",))
+
+
+@pytest.fixture
+def cases(tmp_path: Path) -> Path:
+    data = tmp_path / "docs"
+    data.mkdir()
+    write_case_folder(data)
+    for path in data.iterdir():
+        os.utime(path, ns=(10**18, 10**18))  # an old stamp: trusted at once
+    return data
+
+
+def grams_of(index: MilvusIndex) -> dict[str, list[str]]:
+    """Each path's grams rows (their words), as the collection holds them."""
+    rows = index.connect().query(index.grams, filter='path != ""', output_fields=["path", "pairs"])
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        out.setdefault(str(r["path"]), []).append(str(r["pairs"]))
+    return out
+
+
+def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
+    return [h.chunk.path for h in engine.search(query, k, -1.0).hits]
+
+
+def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_store(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    embedded = Engine(make_settings(cases), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(cases, milvus.config())
+    embedded.params = store.params = KEYWORD
+    try:
+        embedded.reindex()
+        store.reindex()
+        ours, theirs = paths(embedded, DESCRIPTION), paths(store, DESCRIPTION)
+        assert ours[:2] == theirs[:2] == ["whole.txt", "part.txt"]
+        assert set(ours) == set(theirs)
+        # a short query is a passage's: the repeated third is the best passage
+        assert paths(store, DESCRIPTION[:12], 1) == paths(embedded, DESCRIPTION[:12], 1)
+        assert paths(store, DESCRIPTION[:12], 1) == ["part.txt"]
+        # with both channels, the whole file keeps its lead on the store too
+        store.params = embedded.params = SearchParams()
+        assert paths(store, DESCRIPTION, 1) == paths(embedded, DESCRIPTION, 1) == ["whole.txt"]
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+def test_a_file_s_grams_rows_follow_its_text(milvus: MilvusServer, tmp_path: Path) -> None:
+    data = tmp_path / "docs"
+    data.mkdir()
+    zh, en = data / "zh.txt", data / "en.txt"
+    zh.write_text("上海的博物馆。")
+    en.write_text("Ordinary English text.")
+    store = store_engine(data, milvus.config())
+    try:
+        store.reindex()
+        words = [pair_word(g) for g in ("上海", "海的", "的博", "博物", "物馆")]
+        assert grams_of(store.index) == {"zh.txt": [" ".join(words)]}
+        zh.write_text("北京" * 8000)  # 15,999 pairs: more than one row holds
+        os.utime(zh, ns=(2 * 10**18, 2 * 10**18))
+        store.reindex()
+        rows = grams_of(store.index)["zh.txt"]
+        assert len(rows) == 3
+        held = [w for row in rows for w in row.split()]
+        assert held.count(pair_word("北京")) == 8000 and held.count(pair_word("京北")) == 7999
+        zh.write_text("Now in English only.")
+        os.utime(zh, ns=(3 * 10**18, 3 * 10**18))
+        store.reindex()
+        assert grams_of(store.index) == {}
+        zh.write_text("上海的博物馆。")
+        os.utime(zh, ns=(4 * 10**18, 4 * 10**18))
+        store.reindex()
+        assert list(grams_of(store.index)) == ["zh.txt"]
+        zh.unlink()
+        store.reindex()
+        assert grams_of(store.index) == {}
+    finally:
+        store.stop()
+
+
+def test_a_store_made_before_the_grams_collection_gets_its_rows_at_its_next_pass(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    config = milvus.config()
+    store = store_engine(cases, config)
+    store.params = KEYWORD
+    try:
+        store.reindex()
+        assert store.index.grams_whole()
+        store.index.connect().drop_collection(store.index.grams)  # as an older release made it
+    finally:
+        store.stop()
+    reader = MilvusEngine(make_settings(cases), FakeEmbedder, config, folder=None)
+    reader.load_model()
+    writer = store_engine(cases, config)
+    reader.params = writer.params = KEYWORD
+    try:
+        # Until a pass writes the rows, a long query ranks by its passages.
+        assert not reader.index.grams_whole()
+        assert paths(reader, DESCRIPTION, 1) == ["part.txt"]
+        report = writer.reindex()
+        assert report.chunks_embedded == 0  # nothing embedded again
+        assert reader.index.grams_whole()
+        assert sorted(grams_of(reader.index)) == sorted(p.name for p in cases.glob("*.txt"))
+        assert paths(reader, DESCRIPTION, 1) == ["whole.txt"]
+    finally:
+        reader.stop()
+        writer.stop()
+
+
+def test_the_rows_of_a_store_made_before_are_whole_once_every_share_wrote_them(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    store = store_engine(cases, milvus.config())
+    try:
+        store.reindex()
+        index = store.index
+        index.connect().drop_collection(index.grams)
+        index.create(FakeEmbedder().dimension, {})  # the collection, without its marks
+        assert not index.grams_whole()
+        index.mark_grams((1, 2))
+        assert not index.grams_whole()
+        index.mark_grams((1, 3))
+        index.mark_grams((2, 2))
+        assert index.grams_whole()
+    finally:
+        store.stop()
+
+
+def test_a_file_without_cjk_text_has_no_grams_rows() -> None:
+    assert gram_rows("en.txt", 1, "Title", [("Only English here.", 0, 18)]) == []
+    rows = gram_rows("zh.txt", 7, "", [("姓名", 0, 2), ("张三", 3, 5)])
+    # chunks that do not touch make no pair across the gap
+    assert rows == [
+        {"path": "zh.txt", "version": 7, "pairs": f"{pair_word('姓名')} {pair_word('张三')}"}
+    ]

@@ -91,7 +91,7 @@ def sync_store(
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
     if not index.grams_whole():
-        write_grams(index, known, shard)
+        write_grams(index, known, shard, progress)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
@@ -141,15 +141,21 @@ def _finish_writes(index: MilvusIndex, known: dict[str, FileRow]) -> dict[str, F
 
 
 def write_grams(
-    index: MilvusIndex, known: dict[str, FileRow], shard: tuple[int, int] | None
+    index: MilvusIndex,
+    known: dict[str, FileRow],
+    shard: tuple[int, int] | None,
+    progress: ProgressFn | None = None,
 ) -> None:
     """Write the grams rows of this share's files with CJK text, in a store made before
     its grams collection, from their stored chunks (without the title, which a chunk row
-    does not keep); then note the share done. Killed half way, it starts over."""
+    does not keep); then note the share done. Stopped or killed half way, the next pass
+    starts over."""
     paths = sorted(p for p in index.cjk_paths() if p in known and known[p].record.status == "ok")
     index.delete_grams(paths)
     written = 0
-    for path in paths:
+    for done, path in enumerate(paths, 1):
+        if progress:  # where a stop is looked for
+            progress(Progress("reading", done, len(paths), path))
         row = known[path]
         chunks = index.file_chunk_rows(path, row.version)
         spans = [(str(c["text"]), int(c["char_start"]), int(c["char_end"])) for c in chunks]

@@ -362,6 +362,28 @@ class MilvusIndex(MilvusCollections):
             )
         return rows
 
+    def texts_of(self, paths: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """Each path's chunk rows (version, chunk_index, text and offsets), every version's,
+        in no order: one scan per ``QUERY_BATCH`` paths, however many chunks they hold."""
+        fields = ["path", "version", "chunk_index", "text", "char_start", "char_end"]
+
+        def scan(c: Any, where: str) -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = []
+            it = c.query_iterator(self.chunks, batch_size=1000, filter=where, output_fields=fields)
+            try:
+                while batch := it.next():
+                    rows.extend(batch)
+            finally:
+                it.close()
+            return rows
+
+        out: dict[str, list[dict[str, Any]]] = {}
+        for batch in _batched(list(paths)):
+            where = in_filter("path", batch)
+            for r in self._call(lambda c, w=where: scan(c, w)):  # type: ignore[misc]
+                out.setdefault(str(r["path"]), []).append(r)
+        return out
+
     def file_chunk_rows(self, path: str, version: int) -> list[dict[str, Any]]:
         """Every chunk of one file's version, in order."""
         where = f"path == {literal(path)} and version == {int(version)}"

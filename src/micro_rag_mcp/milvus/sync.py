@@ -93,7 +93,8 @@ def sync_store(
     many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
-    if not index.grams_whole():
+    wrote_grams = not index.grams_whole()
+    if wrote_grams:
         write_grams(index, known, shard, progress)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
@@ -119,7 +120,7 @@ def sync_store(
             if progress:
                 progress(Progress("reading", done, total, f.rel))
         writer.flush()
-    if counts.added or counts.updated or counts.removed or counts.failed:
+    if wrote_grams or counts.added or counts.updated or counts.removed or counts.failed:
         index.seal()  # searches use indexed segments from here on
     return counts, writer.embedded
 

@@ -8,16 +8,23 @@ its next pass. Against one real milvus-lite server, started once for the module.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.core.address import StoreConfig
+from micro_rag_mcp.core.errors import Stopped
+from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
+from micro_rag_mcp.milvus.keywords import whole_file_hits
 from micro_rag_mcp.milvus.rows import gram_rows
+from micro_rag_mcp.milvus.shards import in_shard
+from micro_rag_mcp.milvus.sync import write_grams
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.text.cjk import pair_word
+from micro_rag_mcp.text.cjk import pair_word, query_gram_counts
 from tests.cjkkit import DESCRIPTION, write_case_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -52,6 +59,7 @@ def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
 def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_store(
     milvus: MilvusServer, cases: Path
 ) -> None:
+    (cases / "gdpr.txt").write_text("GDPR rules for the processing of personal data.")
     embedded = Engine(make_settings(cases), FakeEmbedder)
     embedded.load_model()
     store = store_engine(cases, milvus.config())
@@ -62,6 +70,10 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_
         ours, theirs = paths(embedded, DESCRIPTION), paths(store, DESCRIPTION)
         assert ours[:2] == theirs[:2] == ["whole.txt", "part.txt"]
         assert set(ours) == set(theirs)
+        # a word beside the description is scored apart from its pairs, as embedded
+        query = f"{DESCRIPTION} GDPR"
+        assert paths(store, query) == paths(embedded, query)
+        assert set(paths(store, query)[:3]) == {"whole.txt", "part.txt", "gdpr.txt"}
         # a short query is a passage's: the repeated third is the best passage
         assert paths(store, DESCRIPTION[:12], 1) == paths(embedded, DESCRIPTION[:12], 1)
         assert paths(store, DESCRIPTION[:12], 1) == ["part.txt"]
@@ -162,3 +174,94 @@ def test_a_file_without_cjk_text_has_no_grams_rows() -> None:
     assert rows == [
         {"path": "zh.txt", "version": 7, "pairs": f"{pair_word('姓名')} {pair_word('张三')}"}
     ]
+
+
+def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    store = store_engine(cases, milvus.config())
+    store.params = KEYWORD
+    try:
+        store.reindex()
+        index = store.index
+        version = index.file_rows(["other0.txt"])["other0.txt"].version
+        spans = [(DESCRIPTION + "。" + DESCRIPTION, 0, 121)]
+        index.insert_grams(gram_rows("other0.txt", version + 1, "", spans))  # a killed write's
+        index.seal()
+        counts = query_gram_counts(DESCRIPTION)
+        found = whole_file_hits(index, store.keyword_stats, counts, 10, index.count_chunks())
+        assert ("other0.txt", version + 1) in [(p, v) for p, v, _ in found]  # matched, but
+        assert "other0.txt" not in paths(store, DESCRIPTION, 10)  # its file is not that version
+        assert paths(store, DESCRIPTION, 1) == ["whole.txt"]
+        index.insert_grams(gram_rows("other0.txt", version, "", spans))  # as the current one
+        index.seal()
+        assert "other0.txt" in paths(store, DESCRIPTION, 10)
+    finally:
+        store.stop()
+
+
+def made_before(milvus: MilvusServer, cases: Path) -> StoreConfig:
+    """A store of the case folder whose grams collection is gone (an older release's)."""
+    config = milvus.config()
+    store = store_engine(cases, config)
+    try:
+        store.reindex()
+        store.index.connect().drop_collection(store.index.grams)
+    finally:
+        store.stop()
+    return config
+
+
+def test_sharded_workers_each_write_their_share_once_and_the_store_is_whole_after_all(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    config = made_before(milvus, cases)
+    first = store_engine(cases, replace(config, shard=(1, 2)))
+    second = store_engine(cases, replace(config, shard=(2, 2)))
+    first.params = second.params = KEYWORD
+    try:
+        first.reindex()
+        index = first.index
+        mine = {p.name for p in cases.glob("*.txt") if in_shard(p.name, (1, 2))}
+        assert 0 < len(mine) < 10
+        assert set(grams_of(index)) == mine
+        assert index.grams_done((1, 2)) and not index.grams_done((2, 2))
+        assert not index.grams_whole()
+        ids = sorted(r["id"] for r in index.connect().query(index.grams, filter="id >= 0"))
+        first.reindex()  # its share is written: not again
+        assert sorted(r["id"] for r in index.connect().query(index.grams, filter="id >= 0")) == ids
+        second.reindex()
+        assert index.grams_whole()
+        assert sorted(grams_of(index)) == sorted(p.name for p in cases.glob("*.txt"))
+        assert paths(second, DESCRIPTION, 1) == ["whole.txt"]
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_a_stopped_backfill_leaves_no_file_s_rows_twice(milvus: MilvusServer, cases: Path) -> None:
+    config = made_before(milvus, cases)
+    store = store_engine(cases, config)
+    try:
+        index = store.index
+        index.create(FakeEmbedder().dimension, {})
+        known = index.files()
+        seen: list[Progress] = []
+
+        def stop_after_two(p: Progress) -> None:
+            seen.append(p)
+            if len(seen) == 3:
+                raise Stopped("the server is stopping")
+
+        with pytest.raises(Stopped):
+            write_grams(index, known, None, stop_after_two, batch_files=2)
+        assert len(grams_of(index)) == 4 and not index.grams_done(None)
+        write_grams(index, known, None, batch_files=3)
+        rows = grams_of(index)
+        assert sorted(rows) == sorted(known) and all(len(r) == 1 for r in rows.values())
+        held = rows["whole.txt"][0].split()
+        pairs = [DESCRIPTION[i + j : i + j + 2] for i in range(0, 60, 15) for j in range(14)]
+        assert [held.count(pair_word(g)) for g in pairs] == [1] * len(pairs)
+        assert index.grams_whole()
+    finally:
+        store.stop()

@@ -28,7 +28,7 @@ from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.vectors import VectorStore
-from micro_rag_mcp.search.documents import by_documents, document_terms, is_long
+from micro_rag_mcp.search.documents import by_documents, document_terms, is_long, summed
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
@@ -241,7 +241,7 @@ def keyword_evidence(
         passages = catalog.cjk_search(or_query(searched), params.depth, files)
         if long_cjk:
             passages = with_documents(catalog, counts, shares, passages, params.depth, files)
-        hits = _merged(hits, passages)
+        hits = summed(hits, passages)
     return hits, bool(terms) or bool(counts), weight
 
 
@@ -264,13 +264,3 @@ def with_documents(
     head_of = catalog.head_ids([cid for cid, _ in passages])
     first_of = catalog.first_chunks([fid for fid, _ in documents])
     return by_documents(passages, documents, head_of, first_of)
-
-
-def _merged(
-    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
-) -> list[tuple[int, float]]:
-    """Two keyword result lists as one: a chunk in both gets the sum, best first."""
-    scores = dict(first)
-    for cid, score in second:
-        scores[cid] = scores.get(cid, 0.0) + score
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

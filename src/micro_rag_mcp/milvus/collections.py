@@ -55,6 +55,7 @@ class MilvusCollections:
         self._client: Any = None
         self._lock = threading.Lock()
         self._seen = False  # the chunks collection exists
+        self._grams_whole = False  # every file's grams rows are written
 
     def connect(self) -> Any:
         """The client, reaching the server and its database first if need be; or
@@ -241,12 +242,23 @@ class MilvusCollections:
 
     def grams_whole(self) -> bool:
         """Whether every file with CJK text has its rows in the grams collection: the
-        store was made with it, or each share of one division of the folder wrote them."""
+        store was made with it, or each share of one division of the folder wrote them
+        (once seen, taken as staying)."""
+        if not self._grams_whole:
+            self._grams_whole = _whole(self._grams_marks())
+        return self._grams_whole
+
+    def grams_done(self, shard: tuple[int, int] | None) -> bool:
+        """Whether this share's files with CJK text have their grams rows (or all do)."""
+        marks = self._grams_marks()
+        return _whole(marks) or (shard or (1, 1)) in marks
+
+    def _grams_marks(self) -> set[tuple[int, int]]:
         if not self._call(lambda c: c.has_collection(self.grams)):
-            return False
+            return set()
         props = self._call(lambda c: c.describe_collection(self.grams)).get("properties", {})
-        shares = [tuple(map(int, k.split(".")[-2:])) for k in props if k.startswith(GRAMS_DONE)]
-        return any({i for i, m in shares if m == n} == set(range(1, n + 1)) for _, n in shares)
+        marks = [k.split(".")[-2:] for k in props if k.startswith(f"{GRAMS_DONE}.")]
+        return {(int(i), int(n)) for i, n in marks}
 
     def mark_grams(self, shard: tuple[int, int] | None) -> None:
         """Note that this share's files with CJK text have their grams rows."""
@@ -294,7 +306,7 @@ class MilvusCollections:
                     c.drop_collection(name)
 
         self._call(drop)
-        self._seen = False
+        self._seen = self._grams_whole = False
 
 
 def _add_bm25(schema: Any, field: str) -> None:
@@ -318,6 +330,11 @@ def _add_bm25(schema: Any, field: str) -> None:
             output_field_names=["sparse"],
         )
     )
+
+
+def _whole(marks: set[tuple[int, int]]) -> bool:
+    """Whether the marks hold every share of one division (1 of 1, or 1..N of N)."""
+    return any({i for i, m in marks if m == n} == set(range(1, n + 1)) for _, n in marks)
 
 
 def share_mark(shard: tuple[int, int]) -> str:

@@ -84,8 +84,22 @@ def _sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]
         yield rows[start:]
 
 
+def _scan(c: Any, collection: str, where: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Every row that matches ``where``, however many (a query returns at most 16,384)."""
+    rows: list[dict[str, Any]] = []
+    it = c.query_iterator(collection, batch_size=1000, filter=where, output_fields=list(fields))
+    try:
+        while batch := it.next():
+            rows.extend(batch)
+    finally:
+        it.close()
+    return rows
+
+
 class MilvusIndex(MilvusCollections):
     """One connection to the collections of one index."""
+
+    _grams_seen = False  # the grams collection exists
 
     # -- connection ------------------------------------------------------------------
 
@@ -104,19 +118,8 @@ class MilvusIndex(MilvusCollections):
             conditions.append(f"shard_key >= {low} and shard_key < {high}")
         where = " and ".join(conditions) or 'path != ""'
 
-        def scan(c: Any) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = []
-            it = c.query_iterator(
-                self.files_name, batch_size=1000, filter=where, output_fields=FILE_FIELDS
-            )
-            try:
-                while batch := it.next():
-                    rows.extend(batch)
-            finally:
-                it.close()
-            return rows
-
-        return {r["path"]: file_row(r) for r in self._call(scan)}
+        rows = self._call(lambda c: _scan(c, self.files_name, where, FILE_FIELDS))
+        return {r["path"]: file_row(r) for r in rows}
 
     def file_rows(self, paths: Iterable[str]) -> dict[str, FileRow]:
         wanted = sorted(set(paths))
@@ -175,6 +178,10 @@ class MilvusIndex(MilvusCollections):
                     c.flush(name)
 
         self._call(seal)
+
+    def seal_grams(self) -> None:
+        """Seal the grams collection alone (``seal``): rows a store made before it got."""
+        self._call(lambda c: c.flush(self.grams))
 
     def drop_files(self, paths: Sequence[str]) -> None:
         """Remove files' rows, one request per ``QUERY_BATCH`` of them."""
@@ -239,7 +246,8 @@ class MilvusIndex(MilvusCollections):
 
         def delete(c: Any) -> None:
             c.delete(self.chunks, filter=where)
-            if c.has_collection(self.grams):
+            if self._grams_seen or c.has_collection(self.grams):
+                self._grams_seen = True  # made at a pass's start; kept
                 c.delete(self.grams, filter=where)
 
         self._call(delete)
@@ -249,24 +257,16 @@ class MilvusIndex(MilvusCollections):
         for batch in _batched(rows, GRAMS_BATCH):
             self._call(lambda c, b=batch: c.insert(self.grams, list(b)), retry=False)  # type: ignore[misc]
 
-    def cjk_paths(self) -> set[str]:
-        """The paths of every chunk whose keywords hold a CJK pair (``cjk.gram_token``:
-        ``cjk`` then a code point's six hex digits, which begin with 0)."""
-
-        def scan(c: Any) -> set[str]:
-            paths: set[str] = set()
-            where = 'keywords like "%cjk0%"'
-            it = c.query_iterator(
-                self.chunks, batch_size=1000, filter=where, output_fields=["path"]
-            )
-            try:
-                while batch := it.next():
-                    paths.update(str(r["path"]) for r in batch)
-            finally:
-                it.close()
-            return paths
-
-        return self._call(scan)
+    def cjk_paths(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` with a chunk whose keywords hold a CJK pair
+        (``cjk.gram_token``: ``cjk`` then a code point's six hex digits, which begin with
+        0), one scan per ``QUERY_BATCH`` paths."""
+        out: set[str] = set()
+        for batch in _batched(list(paths)):
+            where = f'{in_filter("path", batch)} and keywords like "%cjk0%"'
+            rows = self._call(lambda c, w=where: _scan(c, self.chunks, w, ["path"]))  # type: ignore[misc]
+            out.update(str(r["path"]) for r in rows)
+        return out
 
     def versions_of(self, path: str) -> set[int]:
         rows = self._call(
@@ -367,20 +367,10 @@ class MilvusIndex(MilvusCollections):
         in no order: one scan per ``QUERY_BATCH`` paths, however many chunks they hold."""
         fields = ["path", "version", "chunk_index", "text", "char_start", "char_end"]
 
-        def scan(c: Any, where: str) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = []
-            it = c.query_iterator(self.chunks, batch_size=1000, filter=where, output_fields=fields)
-            try:
-                while batch := it.next():
-                    rows.extend(batch)
-            finally:
-                it.close()
-            return rows
-
         out: dict[str, list[dict[str, Any]]] = {}
         for batch in _batched(list(paths)):
             where = in_filter("path", batch)
-            for r in self._call(lambda c, w=where: scan(c, w)):  # type: ignore[misc]
+            for r in self._call(lambda c, w=where: _scan(c, self.chunks, w, fields)):  # type: ignore[misc]
                 out.setdefault(str(r["path"]), []).append(r)
         return out
 

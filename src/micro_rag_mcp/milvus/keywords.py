@@ -137,11 +137,27 @@ def keyword_evidence(
     limit: int,
 ) -> tuple[list[ChunkHit], float]:
     """``keyword_hits``, and the summed idf of the words searched (``keywords.idf_sum``)."""
+    found_words, found_pairs, idf = keyword_parts(index, stats, terms, grams, limit)
+    return merged(found_words, found_pairs), idf
+
+
+def keyword_parts(
+    index: MilvusIndex,
+    stats: KeywordStats,
+    terms: Sequence[str],
+    grams: Sequence[str],
+    limit: int,
+    chunks: int | None = None,
+) -> tuple[list[ChunkHit], list[ChunkHit], float]:
+    """The best ``limit`` chunks by the words' BM25 and by the CJK pairs', apart (the
+    embedded store searches them in two tables and adds the scores), best first; and the
+    summed idf of what was searched. ``chunks``: the collection's count, if known."""
     # Each term is an FTS5 phrase: two words of one stem count twice, as they do there.
     phrases = [w for t in terms for w in stem_words(words(t))] + list(grams)
-    chunks = index.count_chunks() if phrases else 0
-    if chunks == 0:
-        return [], 0.0
+    if chunks is None:
+        chunks = index.count_chunks() if phrases else 0
+    if not phrases or chunks == 0:
+        return [], [], 0.0
     sample = stats.sample(index, chunks)
     among = {p: sample.among(p, chunks) for p in phrases}  # a bigram's: the CJK chunks
     having = {p: sample.share(p) * among[p] for p in phrases}
@@ -155,19 +171,31 @@ def keyword_evidence(
         in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))
         having = {p: max(n, in_found[p]) for p, n in having.items()}
     idf = {p: fts5_idf(among[p], having[p]) for p in asked}
-    scored = [(h, bm25(asked, idf, kept, sample.mean)) for h, kept in found]
-    scored.sort(key=lambda s: (-s[1], s[0].id))
-    hits = [ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]]
-    return hits, sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
+    pairs = set(grams)
+    parts = []
+    for part in ([p for p in asked if p not in pairs], [p for p in asked if p in pairs]):
+        scored = [(h, bm25(part, idf, kept, sample.mean)) for h, kept in found]
+        scored = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0].id))
+        parts.append([ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]])
+    return parts[0], parts[1], sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
+
+
+def merged(first: Sequence[ChunkHit], second: Sequence[ChunkHit]) -> list[ChunkHit]:
+    """Two hit lists as one: a chunk in both gets the sum, best first."""
+    hits = {h.id: h for h in first}
+    for h in second:
+        was = hits.get(h.id)
+        hits[h.id] = h if was is None else ChunkHit(h.id, was.score + h.score, h.path, h.version)
+    return sorted(hits.values(), key=lambda h: (-h.score, h.id))
 
 
 def whole_file_hits(
-    index: MilvusIndex, stats: KeywordStats, counts: Mapping[str, int], limit: int
+    index: MilvusIndex, stats: KeywordStats, counts: Mapping[str, int], limit: int, chunks: int
 ) -> list[tuple[str, int, float]]:
     """The grams rows that best match a long CJK query's pairs (``counts``, see
     ``documents.document_terms``: their shares are the sampled passages'), by Milvus's
-    BM25 over each row: (path, version, score), ``POOL`` times ``limit`` of them."""
-    chunks = index.count_chunks()
+    own BM25 over each row (the rows are too long to score again here): (path, version,
+    score), ``POOL`` times ``limit`` of them."""
     if not counts or chunks == 0:
         return []
     sample = stats.sample(index, chunks)

@@ -17,9 +17,9 @@ from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_evidence, whole_file_hits
+from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts, whole_file_hits
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
-from micro_rag_mcp.search.documents import by_documents, is_long
+from micro_rag_mcp.search.documents import by_documents, is_long, summed
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms
 from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
@@ -51,19 +51,25 @@ def store_search(
     # CJK query's also in whole files, and its runs are not searched as words.
     counts = query_gram_counts(query) if "keyword" in params.channels else {}
     grams = [gram_token(g) for g in counts]
-    documents: list[tuple[str, int, float]] = []
-    if is_long(counts):
+    long_cjk = is_long(counts)
+    if long_cjk:
         terms = [t for t in terms if not has_cjk(t)]
-        if index.grams_whole():  # a store made before: once its next pass wrote them
-            documents = whole_file_hits(index, stats, counts, params.depth)
-    keyword, keyword_idf = keyword_evidence(index, stats, terms, grams, params.depth)
+    chunks = index.count_chunks() if terms or grams else 0
+    by_words, by_pairs, keyword_idf = keyword_parts(
+        index, stats, terms, grams, params.depth, chunks
+    )
+    documents: list[tuple[str, int, float]] = []
+    if long_cjk and index.grams_whole():  # a store made before: once its shares wrote them
+        documents = whole_file_hits(index, stats, counts, params.depth, chunks)
+    keyword = [*by_words, *by_pairs]
     paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
     files = index.file_rows(paths)
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
-    keyword_hits = _current(keyword, current)
-    if documents:
-        keyword_hits = _by_documents(keyword_hits, keyword, documents, files, params.depth)
+    pair_hits = _current(by_pairs, current)
+    if documents:  # the pairs' hits ranked by their files, as the embedded store does
+        pair_hits = _by_documents(pair_hits, by_pairs, documents, files, params.depth)
+    keyword_hits = summed(_current(by_words, current), pair_hits)
     cosine = dict(vector_hits)
     heads: dict[int, int] = {}
     head_cosine: dict[int, float] = {}

@@ -12,7 +12,7 @@ whole batch, and each file is old or new after any of them:
 2. the new chunks (and the pairs of a file with CJK text, ``gram_rows``) are inserted
    under those versions;
 3. the rows flip to them, noting the replaced versions instead;
-4. every chunk of those files but the current version's is deleted;
+4. every chunk (and grams row) of those files but the current version's is deleted;
 5. the notes are cleared.
 
 A pass first finishes what a killed one noted, so only a file with a note costs a
@@ -63,8 +63,8 @@ logger = logging.getLogger(__name__)
 # 305 chunks/s in batches of 64, 749 in batches of 1024). A worker killed mid-batch
 # embeds at most this many again.
 BATCH_CHUNKS = 1024
-# Files whose chunks are read in one scan when a store made before its grams collection
-# gets its rows (one query per file took 80 ms on milvus-lite, as long as one for 200).
+# Files looked at in one scan when a store made before its grams collection gets its
+# rows (one query per file took 80 ms on milvus-lite, as long as one for 200 files).
 GRAMS_FILES = 200
 
 
@@ -93,8 +93,7 @@ def sync_store(
     many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
-    wrote_grams = not index.grams_whole()
-    if wrote_grams:
+    if not index.grams_done(shard):
         write_grams(index, known, shard, progress)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
@@ -120,7 +119,7 @@ def sync_store(
             if progress:
                 progress(Progress("reading", done, total, f.rel))
         writer.flush()
-    if wrote_grams or counts.added or counts.updated or counts.removed or counts.failed:
+    if counts.added or counts.updated or counts.removed or counts.failed:
         index.seal()  # searches use indexed segments from here on
     return counts, writer.embedded
 
@@ -149,31 +148,33 @@ def write_grams(
     known: dict[str, FileRow],
     shard: tuple[int, int] | None,
     progress: ProgressFn | None = None,
+    batch_files: int = GRAMS_FILES,
 ) -> None:
     """Write the grams rows of this share's files with CJK text, in a store made before
     its grams collection, from their stored chunks (without the title, which a chunk row
-    does not keep); then note the share done. Stopped or killed half way, the next pass
-    starts over."""
-    paths = sorted(p for p in index.cjk_paths() if p in known and known[p].record.status == "ok")
-    index.delete_grams(paths)
+    does not keep: ``reindex --force`` writes it); then seal them and note the share
+    done. Each file's rows are deleted just before they are written, so a pass stopped or
+    killed half way leaves none twice, and the next pass starts over."""
+    paths = sorted(p for p, row in known.items() if row.record.status == "ok")
     written = 0
-    for start in range(0, len(paths), GRAMS_FILES):
-        batch = paths[start : start + GRAMS_FILES]
+    for start in range(0, len(paths), batch_files):
+        batch = paths[start : start + batch_files]
         if progress:  # where a stop is looked for
             progress(Progress("reading", start + len(batch), len(paths), batch[-1]))
-        texts = index.texts_of(batch)
-        rows = []
-        for path in batch:
+        cjk = sorted(index.cjk_paths(batch))
+        texts = index.texts_of(cjk) if cjk else {}
+        index.delete_grams(cjk)
+        for path in cjk:
             version = known[path].version
             chunks = sorted(
                 (int(c["chunk_index"]), str(c["text"]), int(c["char_start"]), int(c["char_end"]))
-                for c in texts.get(path, [])
+                for c in texts.pop(path, [])
                 if int(c["version"]) == version
             )
-            made = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
-            rows.extend(made)
-            written += bool(made)
-        index.insert_grams(rows)
+            rows = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
+            index.insert_grams(rows)
+            written += bool(rows)
+    index.seal_grams()  # searched by brute force, and otherwise scored, until sealed
     index.mark_grams(shard)
     logger.info("the pairs of %d whole files with CJK text were written", written)
 

@@ -63,8 +63,8 @@ logger = logging.getLogger(__name__)
 # 305 chunks/s in batches of 64, 749 in batches of 1024). A worker killed mid-batch
 # embeds at most this many again.
 BATCH_CHUNKS = 1024
-# Files looked at in one scan when a store made before its grams collection gets its
-# rows (one query per file took 80 ms on milvus-lite, as long as one for 200 files).
+# Files whose chunks are read in one scan when a store made before its grams collection
+# gets its rows (one query per file took 80 ms on milvus-lite, as long as one for 200).
 GRAMS_FILES = 200
 
 
@@ -155,14 +155,13 @@ def write_grams(
     does not keep: ``reindex --force`` writes it); then seal them and note the share
     done. Each file's rows are deleted just before they are written, so a pass stopped or
     killed half way leaves none twice, and the next pass starts over."""
-    paths = sorted(p for p, row in known.items() if row.record.status == "ok")
+    paths = sorted(p for p in index.cjk_paths() if p in known and known[p].record.status == "ok")
     written = 0
     for start in range(0, len(paths), batch_files):
-        batch = paths[start : start + batch_files]
+        cjk = paths[start : start + batch_files]
         if progress:  # where a stop is looked for
-            progress(Progress("reading", start + len(batch), len(paths), batch[-1]))
-        cjk = sorted(index.cjk_paths(batch))
-        texts = index.texts_of(cjk) if cjk else {}
+            progress(Progress("reading", start + len(cjk), len(paths), cjk[-1]))
+        texts = index.texts_of(cjk)
         index.delete_grams(cjk)
         for path in cjk:
             version = known[path].version

@@ -93,11 +93,6 @@ def query_gram_counts(text: str) -> dict[str, int]:
     return grams
 
 
-def query_gram_tokens(text: str) -> list[str]:
-    """The query's bigrams (``query_grams``) as ``gram_token`` words."""
-    return [gram_token(g) for g in query_grams(text)]
-
-
 def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
     """A file's text from its chunks in order (id, title, text, char_start, char_end):
     the title once, and of each chunk only what the one before did not already hold."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.address import StoreConfig
-from micro_rag_mcp.core.errors import Stopped
+from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.engine import MilvusEngine
@@ -265,3 +265,16 @@ def test_a_stopped_backfill_leaves_no_file_s_rows_twice(milvus: MilvusServer, ca
         assert index.grams_whole()
     finally:
         store.stop()
+
+
+def test_a_worker_refused_by_a_store_adds_no_collection_to_it(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    config = made_before(milvus, cases)
+    other = store_engine(cases, config, chunk_size=500, chunk_overlap=50)  # another chunking
+    try:
+        with pytest.raises(StoreMismatch):
+            other.reindex()
+        assert not other.index.connect().has_collection(other.index.grams)
+    finally:
+        other.stop()

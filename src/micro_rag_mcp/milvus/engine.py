@@ -177,8 +177,9 @@ class MilvusEngine:
         started = time.monotonic()
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
-        self.index.create(embedder.dimension, identity)  # unless it is there already
+        # A store made otherwise is refused before anything is added to it.
         self.index.check_identity(identity, ("vector_space", "chunking", "keywords", "files"))
+        self.index.create(embedder.dimension, identity)  # unless it is there already
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:

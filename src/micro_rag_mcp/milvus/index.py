@@ -293,39 +293,36 @@ class MilvusIndex(MilvusCollections):
         """The best ``limit`` chunks for any of ``words`` (stemmed, as the stored keywords
         are) by Milvus's own BM25, each with its keyword words (``milvus_keywords``
         scores them). milvus-lite reports the score negated: taken as is."""
-        if not words:
-            return []
-        found = self._call(
-            lambda c: c.search(
-                self.chunks,
-                data=[" ".join(words)],
-                anns_field="sparse",
-                limit=limit,
-                output_fields=["path", "version", "keywords"],
-                search_params={"metric_type": "BM25"},
-            )
-        )
-        return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found[0]]
+        found = self._bm25(self.chunks, words, limit, ["path", "version", "keywords"])
+        return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found]
 
     def whole_files(self, words: Sequence[str], limit: int) -> list[tuple[str, int, float]]:
         """The best ``limit`` grams rows for ``words`` (``cjk.pair_word``, repeats
         counted) by Milvus's BM25 over each row: (path, version, score), best first."""
+        found = self._bm25(self.grams, words, limit, ["path", "version"])
+        return [
+            (str(h["entity"]["path"]), int(h["entity"]["version"]), abs(float(h["distance"])))
+            for h in found
+        ]
+
+    def _bm25(
+        self, collection: str, words: Sequence[str], limit: int, fields: list[str]
+    ) -> list[dict[str, Any]]:
+        """The best ``limit`` rows of a collection for any of ``words``, by Milvus's BM25
+        over its ``sparse`` field, best first."""
         if not words:
             return []
         found = self._call(
             lambda c: c.search(
-                self.grams,
+                collection,
                 data=[" ".join(words)],
                 anns_field="sparse",
                 limit=limit,
-                output_fields=["path", "version"],
+                output_fields=fields,
                 search_params={"metric_type": "BM25"},
             )
         )
-        return [
-            (str(h["entity"]["path"]), int(h["entity"]["version"]), abs(float(h["distance"])))
-            for h in found[0]
-        ]
+        return list(found[0])
 
     def sample_keywords(self, buckets: int, limit: int) -> list[str]:
         """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at

@@ -166,14 +166,20 @@ def keyword_parts(
     kept = set(searched_terms(list(dict.fromkeys(p for p in phrases if p not in grams)), shares))
     kept |= set(searched_terms(list(dict.fromkeys(grams)), shares))
     asked = [p for p in phrases if p in kept]
-    found = index.keyword(list(dict.fromkeys(asked)), POOL * limit)
+    pairs = set(grams)
+    # Searched apart too: a long CJK query's hundreds of pairs would otherwise choose the
+    # pool, and a chunk that holds only its one Latin word would not be in it.
+    split = ([p for p in asked if p not in pairs], [p for p in asked if p in pairs])
+    pools = [
+        index.keyword(list(dict.fromkeys(part)), POOL * limit) if part else [] for part in split
+    ]
     if not sample.whole:
-        in_found = Counter(w for _, kept in found for w in set(kept) & set(asked))
+        seen = {h.id: kept for found in pools for h, kept in found}  # a chunk once
+        in_found = Counter(w for kept in seen.values() for w in set(kept) & set(asked))
         having = {p: max(n, in_found[p]) for p, n in having.items()}
     idf = {p: fts5_idf(among[p], having[p]) for p in asked}
-    pairs = set(grams)
     parts = []
-    for part in ([p for p in asked if p not in pairs], [p for p in asked if p in pairs]):
+    for part, found in zip(split, pools, strict=True):
         scored = [(h, bm25(part, idf, kept, sample.mean)) for h, kept in found]
         scored = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0].id))
         parts.append([ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]])

@@ -18,19 +18,20 @@ from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.engine import MilvusEngine
-from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.keywords import whole_file_hits
+from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
+from micro_rag_mcp.milvus.keywords import keyword_parts, whole_file_hits
 from micro_rag_mcp.milvus.rows import gram_rows
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.milvus.sync import write_grams
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.text.cjk import pair_word, query_gram_counts
+from micro_rag_mcp.text.cjk import gram_tokens, pair_word, query_gram_counts
 from tests.cjkkit import DESCRIPTION, write_case_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, store_engine
 
 KEYWORD = SearchParams(channels=("keyword",))
+OLDER_LAYOUT = "shard-key-range-1"  # the files layout of the release before NAME_grams
 
 
 @pytest.fixture
@@ -52,6 +53,13 @@ def grams_of(index: MilvusIndex) -> dict[str, list[str]]:
     return out
 
 
+def as_an_older_release_made_it(index: MilvusIndex) -> None:
+    """No grams collection, and the files layout recorded before it."""
+    index.connect().drop_collection(index.grams)
+    index.record_identity({"files": OLDER_LAYOUT})
+    index.check_identity({"files": OLDER_LAYOUT}, ["files"])  # an older release takes it
+
+
 def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
     return [h.chunk.path for h in engine.search(query, k, -1.0).hits]
 
@@ -70,7 +78,14 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_
         ours, theirs = paths(embedded, DESCRIPTION), paths(store, DESCRIPTION)
         assert ours[:2] == theirs[:2] == ["whole.txt", "part.txt"]
         assert set(ours) == set(theirs)
-        # a word beside the description is scored apart from its pairs, as embedded
+        # a word beside the description is searched and scored apart from its pairs, as
+        # embedded: five passages hold pairs, and a pool of three for both would hold
+        # those only
+        words, pairs, _ = keyword_parts(
+            store.index, store.keyword_stats, ["GDPR"], gram_tokens(DESCRIPTION), 1
+        )
+        assert [h.path for h in words] == ["gdpr.txt"]
+        assert pairs[0].path in {"whole.txt", "part.txt"}
         query = f"{DESCRIPTION} GDPR"
         assert paths(store, query) == paths(embedded, query)
         assert set(paths(store, query)[:3]) == {"whole.txt", "part.txt", "gdpr.txt"}
@@ -127,7 +142,7 @@ def test_a_store_made_before_the_grams_collection_gets_its_rows_at_its_next_pass
     try:
         store.reindex()
         assert store.index.grams_whole()
-        store.index.connect().drop_collection(store.index.grams)  # as an older release made it
+        as_an_older_release_made_it(store.index)
     finally:
         store.stop()
     reader = MilvusEngine(make_settings(cases), FakeEmbedder, config, folder=None)
@@ -143,6 +158,11 @@ def test_a_store_made_before_the_grams_collection_gets_its_rows_at_its_next_pass
         assert reader.index.grams_whole()
         assert sorted(grams_of(reader.index)) == sorted(p.name for p in cases.glob("*.txt"))
         assert paths(reader, DESCRIPTION, 1) == ["whole.txt"]
+        # the pass recorded its layout: an older release, which would add files without
+        # their grams rows, is refused from now on (it was taken before)
+        assert reader.index.identity()["files"] == FILES_LAYOUT
+        with pytest.raises(StoreMismatch, match="another release"):
+            reader.index.check_identity({"files": OLDER_LAYOUT}, ["files"])
     finally:
         reader.stop()
         writer.stop()
@@ -201,12 +221,12 @@ def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
 
 
 def made_before(milvus: MilvusServer, cases: Path) -> StoreConfig:
-    """A store of the case folder whose grams collection is gone (an older release's)."""
+    """A store of the case folder as an older release made it."""
     config = milvus.config()
     store = store_engine(cases, config)
     try:
         store.reindex()
-        store.index.connect().drop_collection(store.index.grams)
+        as_an_older_release_made_it(store.index)
     finally:
         store.stop()
     return config

@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from micro_rag_mcp.core.address import StoreConfig
@@ -275,12 +275,21 @@ class MilvusCollections:
         index.add_index(field_name="bucket", index_type="INVERTED")  # a sample's range
         return index
 
-    def check_identity(self, ours: dict[str, str], keys: Sequence[str]) -> None:
-        """Refuse a store whose recorded ``keys`` of the identity differ from ``ours``."""
+    def check_identity(
+        self,
+        ours: dict[str, str],
+        keys: Sequence[str],
+        older: Mapping[str, Collection[str]] | None = None,
+    ) -> list[str]:
+        """Refuse a store whose recorded ``keys`` of the identity differ from ``ours``,
+        but for a key's ``older`` values, which this release takes: return the keys that
+        hold one (``record_identity`` then records ours)."""
         stored = self.identity()
         if stored is None:
-            return
-        differ = [k for k in keys if stored.get(k) != ours.get(k)]
+            return []
+        older = older or {}
+        taken = [k for k in keys if k in older and stored.get(k) in older[k]]
+        differ = [k for k in keys if stored.get(k) != ours.get(k) and k not in taken]
         # No flag sets how rows are laid out: another layout is another release's.
         laid_out = [k for k in differ if k not in stored or k in LAYOUT_KEYS]
         if laid_out:
@@ -296,6 +305,15 @@ class MilvusCollections:
                 f"the store {self.config.url} was indexed with {theirs}, not {mine}: "
                 "use another collection, or the settings it was made with"
             )
+        return taken
+
+    def record_identity(self, values: Mapping[str, str]) -> None:
+        """Record ``values`` in the store's identity, its other keys kept."""
+        identity = {**(self.identity() or {}), **values}
+        raw = json.dumps(identity, sort_keys=True)
+        self._call(
+            lambda c: c.alter_collection_properties(self.chunks, properties={IDENTITY_KEY: raw})
+        )
 
     def drop(self) -> None:
         """Remove the collections (tests and benchmarks start clean)."""

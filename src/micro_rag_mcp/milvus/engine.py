@@ -30,7 +30,6 @@ from micro_rag_mcp.core.errors import (
 )
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import (
-    NO_GOOD_MATCH,
     IndexState,
     IndexSummary,
     ModelState,
@@ -39,12 +38,13 @@ from micro_rag_mcp.core.results import (
     ReindexReport,
     SearchOutcome,
     TextPassage,
+    found_notices,
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
-from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, MilvusIndex
+from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, OLDER_FILES_LAYOUTS, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.listing import MilvusListing
 from micro_rag_mcp.milvus.search import store_search
@@ -178,8 +178,11 @@ class MilvusEngine:
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
         # A store made otherwise is refused before anything is added to it.
-        self.index.check_identity(identity, ("vector_space", "chunking", "keywords", "files"))
+        keys = ("vector_space", "chunking", "keywords", "files")
+        taken = self.index.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
         self.index.create(embedder.dimension, identity)  # unless it is there already
+        if taken:  # a store made before the grams collection: an older release may not add
+            self.index.record_identity({k: identity[k] for k in taken})
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -261,9 +264,8 @@ class MilvusEngine:
             notices.append(f"{e}; no results until it answers again")
             return SearchOutcome([], self._state_unknown(), notices)
         notices.extend(state_notices(state))
+        notices.extend(found_notices(found.hits, found.no_good_match, score_threshold))
         weak = found.no_good_match and bool(found.hits)
-        if weak:
-            notices.append(NO_GOOD_MATCH)
         return SearchOutcome(found.hits, state, notices, no_good_match=weak)
 
     def _check_searchable(self, embedder: Embedder | None) -> None:

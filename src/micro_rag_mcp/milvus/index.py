@@ -57,8 +57,13 @@ logger = logging.getLogger(__name__)
 
 # Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
 KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
-# Recorded in the identity: how file rows are laid out (a worker needs their shard keys).
-FILES_LAYOUT = "shard-key-range-1"
+# Recorded in the identity: how file rows are laid out (a worker needs their shard keys)
+# and that each file with CJK text has its grams rows.
+FILES_LAYOUT = "shard-key-range-1;grams-1"
+# Older layouts this release takes and records anew: a store made before the grams
+# collection (its next pass writes the rows). Once recorded, an older release is refused,
+# as it would write files without their grams rows.
+OLDER_FILES_LAYOUTS = frozenset({"shard-key-range-1"})
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter

@@ -16,6 +16,7 @@ from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vector_search import SUBSET_EXACT
 from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import parse_scope, parse_time
 from tests.mcpkit import run_client
 
@@ -77,6 +78,28 @@ def test_a_scope_that_matches_no_file_says_so(engine: Engine, data: Path) -> Non
     assert outcome.hits == []
     assert any("matches no indexed file" in n and '"nowhere/**"' in n for n in outcome.notices)
     assert not any('"["' in n for n in outcome.notices)
+
+
+def test_a_process_that_searched_nothing_counts_the_saved_vectors(
+    engine: Engine, data: Path
+) -> None:
+    """A fresh process (the CLI's) whose scope matches no file, or that searches by
+    keyword alone, never loads the vectors: it counts them in the saved file."""
+    from tests.conftest import make_settings
+    from tests.fakes import FakeEmbedder
+
+    _folder(data)
+    engine.reindex()
+    for params in (None, SearchParams(channels=("keyword",))):
+        fresh = Engine(make_settings(data), FakeEmbedder, params=params)
+        fresh.load_model()
+        try:
+            scope = parse_scope(path_glob="nowhere/**") if params is None else None
+            outcome = fresh.search("comet", 5, 0.0, scope)
+            assert outcome.state.chunks_with_vectors == outcome.state.chunks_total == 20
+            assert not any("no vector yet" in n for n in outcome.notices)
+        finally:
+            fresh.stop()
 
 
 def test_a_scope_with_an_unclosed_bracket_points_it_out(engine: Engine, data: Path) -> None:

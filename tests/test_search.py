@@ -120,6 +120,15 @@ def test_score_threshold_cuts_low_cosine_hits_the_keyword_channel_did_not_find(
     assert cut[0].score is not None and cut[0].score < 0.99 and "keyword" in cut[0].channels
 
 
+def test_a_threshold_that_cuts_every_passage_says_so(engine: Engine, data: Path) -> None:
+    (data / "a.txt").write_text("alpha beta gamma")
+    engine.reindex()
+    outcome = engine.search("omega", top_k=5, score_threshold=0.99)
+    assert outcome.hits == [] and not outcome.no_good_match
+    assert any("cosine of at least 0.99" in n for n in outcome.notices)
+    assert not any("cosine of at least" in n for n in engine.search("omega", 5, 0.0).notices)
+
+
 def test_results_carry_citation_positions(engine: Engine, data: Path) -> None:
     text = "first line\nsecond line\n\nthird paragraph about comets\n"
     (data / "c.txt").write_text(text)

@@ -7,7 +7,7 @@ frozen dataclasses and one enum, built by the engine and its parts.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -99,6 +99,19 @@ NO_GOOD_MATCH = (
     "no good match: no passage holds the query's rare words and none is close in meaning; "
     "the folder may not hold what was asked (the results are only the nearest there are)"
 )
+
+
+def found_notices(hits: Sequence[Hit], weak: bool, score_threshold: float) -> list[str]:
+    """What a search that ran says of what it found: nothing good (``weak``, see
+    ``fusion.no_good_match``), or nothing at all under a threshold."""
+    if hits:
+        return [NO_GOOD_MATCH] if weak else []
+    if score_threshold > 0:
+        return [
+            f"no passage has a cosine of at least {score_threshold:g} to the query; "
+            "a lower threshold returns the nearest there are"
+        ]
+    return []
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,11 +18,11 @@ from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.formats import code_files
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
-    NO_GOOD_MATCH,
     Hit,
     IndexState,
     SearchOutcome,
     TextPassage,
+    found_notices,
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
@@ -92,18 +92,15 @@ class EngineAnswers:
                 )
                 return SearchOutcome([], state, notices)
             within = self._scopes.resolve(catalog, scope) if scope is not None else None
-            weak = False
             if within is not None and within.empty:
                 notices.append(within.notice())
-                hits: list[Hit] = []
                 state = self._state(catalog)
-            else:
-                hits, state, weak = self._search_in(
-                    catalog, query, top_k, score_threshold, notices, within
-                )
+                return SearchOutcome([], state, [*notices, *state_notices(state)])
+            hits, state, weak = self._search_in(
+                catalog, query, top_k, score_threshold, notices, within
+            )
         notices.extend(state_notices(state))
-        if weak and hits:
-            notices.append(NO_GOOD_MATCH)
+        notices.extend(found_notices(hits, weak, score_threshold))
         return SearchOutcome(hits, state, notices, no_good_match=weak and bool(hits))
 
     def _search_in(

@@ -14,7 +14,7 @@ from micro_rag_mcp.core.results import IndexSummary, WriterInfo
 from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors import saved_ids
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 if TYPE_CHECKING:
@@ -68,18 +68,10 @@ def summarize(paths: IndexPaths) -> IndexSummary:
 
 def _saved_vectors(path: Path, keys: npt.NDArray[np.int64]) -> int:
     """How many of the chunks (given by their vector keys) have a vector in the saved file."""
-    if not path.exists():
-        return 0
-    import faiss
     import numpy as np
 
-    try:
-        index = faiss.deserialize_index(np.frombuffer(path.read_bytes(), dtype=np.uint8))
-        ids = VectorStore(path, int(index.d), index).ids()
-    except Exception as e:  # a torn or foreign file: the next reindex rebuilds it
-        logger.warning("%s cannot be read (%s); counting no vectors", path, e)
-        return 0
-    return int(np.isin(keys, ids).sum())
+    ids = saved_ids(path)
+    return 0 if ids is None else int(np.isin(keys, ids).sum())
 
 
 def _size_on_disk(folder: Path) -> int:

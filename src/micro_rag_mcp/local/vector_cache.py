@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp.local.ann import APPROXIMATE_FROM
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.queries import CatalogStats
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors import VectorStore, file_stamp, saved_ids
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
 
@@ -110,15 +116,32 @@ class VectorCache:
     ) -> int:
         """How many catalog chunks have a vector in ``vectors`` (default: the store held)."""
         vectors = vectors if vectors is not None else self._store
-        if vectors is None or len(vectors) == 0:  # a pass that begins anew: nothing to count
+        if vectors is None:  # none held yet (no search has needed them): the saved file's
+            return self._count_saved(catalog, stats)
+        if len(vectors) == 0:  # a pass that begins anew: nothing to count
             return 0
+        key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
+        return self._counted(key, catalog, vectors.ids)
+
+    def _count_saved(self, catalog: Catalog, stats: CatalogStats) -> int:
+        if reader_meta(catalog)[1] is None:  # keyed by an older release: cannot be matched
+            return 0
+        key = (stats.chunks, stats.max_chunk_id, "saved", file_stamp(self.paths.vectors))
+        return self._counted(key, catalog, lambda: saved_ids(self.paths.vectors))
+
+    def _counted(
+        self,
+        key: tuple[object, ...],
+        catalog: Catalog,
+        ids: Callable[[], npt.NDArray[np.int64] | None],
+    ) -> int:
         import numpy as np
 
-        key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
         with self._count_lock:
             if key != self._count_key:
                 _, keys = catalog.id_keys()
-                self._count = int(np.isin(keys, vectors.ids()).sum())
+                held = ids()
+                self._count = 0 if held is None else int(np.isin(keys, held).sum())
                 self._count_key = key
             return self._count
 

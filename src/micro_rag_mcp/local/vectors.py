@@ -323,3 +323,19 @@ def file_stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def saved_ids(path: Path) -> npt.NDArray[np.int64] | None:
+    """The keys of the vectors in the saved file, read from a read-only map of it (None if
+    there is no file or it cannot be read: the next pass rebuilds it)."""
+    if not path.exists():
+        return None
+    import faiss
+    import numpy as np
+
+    try:
+        index: Any = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+        return np.array(faiss.vector_to_array(index.id_map), dtype=np.int64)
+    except Exception as e:  # faiss raises RuntimeError; a torn file may raise others
+        logger.warning("%s cannot be read (%s); counting no vectors", path, e)
+        return None

@@ -228,6 +228,7 @@ def test_search_keeps_to_the_files_its_scope_flags_take(tmp_path: Path) -> None:
             ["search", "{missing}", "x"],
             "micro-rag search: error: FOLDER {missing}: not an existing folder",
         ),
+        (["index", "{file}"], "FOLDER {file}: a file, not a folder"),
         (
             ["search", "{data}", "x", "-k", "0"],
             "argument -k/--top-k: must be between 1 and 50 (got 0)",
@@ -253,11 +254,12 @@ def test_bad_input_is_one_line_and_status_2_and_creates_nothing(
 ) -> None:
     data = tmp_path / "docs"
     data.mkdir()
-    values = {"data": str(data), "missing": str(tmp_path / "missing")}
+    (data / "a.txt").write_text("Alpha.")
+    values = {"data": str(data), "missing": str(tmp_path / "missing"), "file": str(data / "a.txt")}
     out = micro_rag(*(a.format(**values) for a in args))
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and message.format(**values) in out.stderr
-    assert sorted(tmp_path.rglob("*")) == [data]
+    assert sorted(tmp_path.rglob("*")) == [data, data / "a.txt"]
 
 
 @pytest.mark.parametrize("command", ["search", "status", "read"])

@@ -109,6 +109,8 @@ def check_folders(data_arg: str, index_arg: str | None, name: str) -> tuple[Path
     """The data folder (it must exist and be readable) and the index folder (by default
     ``<data>/index``; if it exists it must be a folder), resolved. Nothing is created."""
     data = Path(data_arg).expanduser()
+    if data.exists() and not data.is_dir():
+        raise ConfigError(f"{name} {data}: a file, not a folder (give the folder that holds it)")
     if not data.is_dir():
         raise ConfigError(f"{name} {data}: not an existing folder")
     if not os.access(data, os.R_OK | os.X_OK):

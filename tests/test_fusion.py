@@ -301,24 +301,26 @@ def test_code_without_a_vector_yet_keeps_its_keyword_match() -> None:
     assert fuse(whole, SearchParams()).ranked == [1, 2, 9]
 
 
+@pytest.mark.parametrize("suffix", [".py", ".txt"])  # code known by its suffix, or its text
 def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
-    data: Path, request: pytest.FixtureRequest
+    data: Path, request: pytest.FixtureRequest, suffix: str
 ) -> None:
     # Every function says "value" and "list"; the one the question means shares more of
     # its other words (the fake encoder's meaning is shared words).
     (data / "README.md").write_text("# Utilities\n\nSmall helpers.")
     for i in range(12):
-        (data / f"util_{i:02d}.py").write_text(
+        (data / f"util_{i:02d}{suffix}").write_text(
             f"def helper_{i}(value, items):\n"
             f"    # value list value list value list\n"
             f"    return [value for value in items if value != {i}]\n"
         )
-    (data / "sort_by_value.py").write_text(
+    (data / f"sort_by_value{suffix}").write_text(
         "def sort_dict_by_value(mapping):\n"
         "    # sort a dict by value, largest first\n"
         "    return dict(sorted(mapping.items(), key=lambda kv: kv[1], reverse=True))\n"
     )
-    engine = Engine(make_settings(data, exts=(*DEFAULT_EXTS, *CODE_EXTS)), FakeEmbedder)
+    exts = (*DEFAULT_EXTS, *CODE_EXTS) if suffix == ".py" else DEFAULT_EXTS
+    engine = Engine(make_settings(data, exts=exts), FakeEmbedder)
     engine.load_model()
     request.addfinalizer(engine.stop)
     engine.reindex()
@@ -327,7 +329,7 @@ def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
         ids, _ = catalog.id_keys()
         rows = catalog.fetch(ids.tolist())
         code = catalog.code_chunks(ids.tolist())
-        assert {rows[int(c)].path for c in code} == {p.name for p in data.glob("*.py")}
+        assert {rows[int(c)].path for c in code} == {p.name for p in data.glob(f"*{suffix}")}
         assert len(code) < len(ids)  # the Markdown note is not code
     finally:
         catalog.close()
@@ -341,4 +343,4 @@ def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
     assert by_words[:3] != by_meaning[:3]  # the channels disagree
     assert hybrid == by_meaning  # and over code, the meaning ranks
     # An identifier is found by its exact name, wherever its meaning ranks it.
-    assert engine.search("helper_7", 3, -1.0).hits[0].chunk.path == "util_07.py"
+    assert engine.search("helper_7", 3, -1.0).hits[0].chunk.path == f"util_07{suffix}"

@@ -384,19 +384,22 @@ def test_a_cjk_run_inside_a_passage_is_found_by_keyword_as_in_the_embedded_store
         store.stop()
 
 
-def test_code_is_ranked_as_in_the_embedded_store(milvus: MilvusServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("suffix", [".py", ".txt"])  # code known by its suffix, or its text
+def test_code_is_ranked_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path, suffix: str
+) -> None:
     files = {
-        f"util_{i:02d}.py": f"def helper_{i}(value, items):\n    # value list value list\n"
+        f"util_{i:02d}{suffix}": f"def helper_{i}(value, items):\n    # value list value list\n"
         f"    return [value for value in items if value != {i}]\n"
         for i in range(8)
     }
-    files["sort_by_value.py"] = (
+    files[f"sort_by_value{suffix}"] = (
         "def sort_dict_by_value(mapping):\n    # sort a dict by value, largest first\n"
         "    return dict(sorted(mapping.items(), key=lambda kv: kv[1], reverse=True))\n"
     )
     files["notes.md"] = "# Values\n\nA value list: value, list, value, list."
     data = write_folder(tmp_path / "docs", files)
-    exts = (".md", ".py")
+    exts = (".md", suffix)
     embedded = Engine(make_settings(data, exts=exts), FakeEmbedder)
     embedded.load_model()
     store = store_engine(data, milvus.config(), exts=exts)
@@ -408,7 +411,7 @@ def test_code_is_ranked_as_in_the_embedded_store(milvus: MilvusServer, tmp_path:
             theirs = [(h.chunk.path, h.fused) for h in store.search(query, 10, -1.0).hits]
             assert [p for p, _ in ours] == [p for p, _ in theirs], query
             assert [r for _, r in ours] == pytest.approx([r for _, r in theirs], abs=1e-5)
-        assert embedded.search("helper_3 value", 1, -1.0).hits[0].chunk.path == "util_03.py"
+        assert embedded.search("helper_3 value", 1, -1.0).hits[0].chunk.path == f"util_03{suffix}"
         # and the treatment is what made the order: code as prose ranks otherwise
         query = "sort a dict by value list"
         judged = [h.chunk.path for h in store.search(query, 10, -1.0).hits]

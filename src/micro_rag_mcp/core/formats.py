@@ -98,13 +98,10 @@ def is_code(path: str) -> bool:
     return dot > path.rfind("/") + 1 and path[dot:].lower() in CODE_SUFFIXES
 
 
-CodeFiles = Literal["none", "some", "all"]
-
-
-def code_files(suffixes: Iterable[str]) -> CodeFiles:
-    """Whether files of ``suffixes`` are source code: none, some or all of them."""
+def all_code(suffixes: Iterable[str]) -> bool:
+    """Whether every file of ``suffixes`` is source code (then every passage is)."""
     code = [suffix.lower() in CODE_SUFFIXES for suffix in suffixes]
-    return "all" if code and all(code) else "some" if any(code) else "none"
+    return bool(code) and all(code)
 
 
 def missing_extra(suffix: str) -> str:

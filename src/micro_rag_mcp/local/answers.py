@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
-from micro_rag_mcp.core.formats import code_files
+from micro_rag_mcp.core.formats import all_code
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
     Hit,
@@ -124,7 +124,7 @@ class EngineAnswers:
                     score_threshold=score_threshold,
                     params=self.params,
                     files=within.file_ids if within is not None else None,
-                    code=code_files(self.settings.exts),
+                    all_code=all_code(self.settings.exts),
                 )
             finally:
                 # Even after a failure here: no model call may outlive the search (a process

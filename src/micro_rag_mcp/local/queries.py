@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
+from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:
     import numpy as np
@@ -349,12 +350,14 @@ class CatalogQueries:
         return {int(c): int(h) for c, h in rows}
 
     def code_chunks(self, ids: Sequence[int]) -> frozenset[int]:
-        """The given chunk ids whose file is source code (``formats.is_code``)."""
+        """The given chunk ids whose file is source code (``formats.is_code``) or whose
+        text reads as code (``code_text.reads_as_code``)."""
         rows = self._select_ids(
-            "SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
+            "SELECT c.id, f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id"
+            " WHERE c.id IN ({})",
             ids,
         )
-        return frozenset(int(cid) for cid, path in rows if is_code(path))
+        return frozenset(int(c) for c, path, text in rows if is_code(path) or reads_as_code(text))
 
     def stats(self) -> CatalogStats:
         row = self._conn.execute(

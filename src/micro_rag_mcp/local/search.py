@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.core.formats import CodeFiles
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
@@ -146,16 +145,16 @@ def search_beside(
     score_threshold: float,
     params: SearchParams = DEFAULT_PARAMS,
     files: Sequence[int] | None = None,
-    code: CodeFiles = "some",
+    all_code: bool = False,
 ) -> Found:
     """``hybrid_search`` whose vector channel runs elsewhere: ``vector_side`` waits for it
     (None: it did not run). It is asked once the keyword channel is done, so a caller that
     starts the query's embedding and vector search in another thread first has both
     channels run at once (SQLite, onnxruntime and FAISS let go of the GIL). With
     ``files``, the keyword channel takes chunks of those file ids only; the vector side
-    is expected to keep to the same scope. ``code``: whether none, some or all of the files
-    the folder's suffixes take in are code (whose keyword matches are told apart, see
-    fusion.py).
+    is expected to keep to the same scope. ``all_code``: whether every file the folder's suffixes
+    take in is code; else which keyword matches are code (told apart, see fusion.py) is
+    looked up, by their file's suffix and their text.
     """
     with catalog.snapshot():
         keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
@@ -183,8 +182,8 @@ def search_beside(
             identifier = names_identifier(query)
             judged = [cid for cid, _ in keyword_hits if cid in cosine]  # as prose_share counts
             # (rrf, kept for comparison, fuses ranks: code is not told apart there)
-            if params.fusion != "rrf" and params.judge_code and not identifier and code != "none":
-                in_code = frozenset(judged) if code == "all" else catalog.code_chunks(judged)
+            if params.fusion != "rrf" and params.judge_code and not identifier:
+                in_code = frozenset(judged) if all_code else catalog.code_chunks(judged)
         ranking = fuse(
             Candidates(
                 vector=vector_hits,

@@ -340,14 +340,20 @@ class MilvusIndex(MilvusCollections):
         return [str(r["keywords"]) for r in rows]
 
     def vectors(self, ids: Sequence[int]) -> dict[int, list[float]]:
-        out: dict[int, list[float]] = {}
+        return {cid: list(v) for cid, v in self._field_of(ids, "dense").items()}
+
+    def texts(self, ids: Sequence[int]) -> dict[int, str]:
+        return {cid: str(t) for cid, t in self._field_of(ids, "text").items()}
+
+    def _field_of(self, ids: Sequence[int], field: str) -> dict[int, Any]:
+        out: dict[int, Any] = {}
         for batch in _batched(list(ids)):
             rows = self._call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.chunks, filter=in_filter("id", b), output_fields=["id", "dense"]
+                    self.chunks, filter=in_filter("id", b), output_fields=["id", field]
                 )
             )
-            out.update((int(r["id"]), list(r["dense"])) for r in rows)
+            out.update((int(r["id"]), r[field]) for r in rows)
         return out
 
     def chunk_rows(self, ids: Sequence[int]) -> list[dict[str, Any]]:

@@ -476,12 +476,16 @@ def test_read_needs_no_copy_of_the_folder(milvus: MilvusServer, folder: Path) ->
 # -- atomic per file ---------------------------------------------------------------------
 
 
+EN = ("alpha bravo charlie", "yankee zulu xray")
+ZH = ("图书馆收藏古籍善本", "报纸杂志期刊订阅")
+
+
 def visible_state(engine: MilvusEngine, rel: str, old: str, new: str) -> str:
     """ "old" or "new": what read and search show of one file, checked to be one whole."""
     text = engine.read(rel, max_chars=50_000).text
     assert text in (old.rstrip("\n"), new.rstrip("\n")), f"{rel} shows a mix: {text[:80]!r}"
     state = "old" if text == old.rstrip("\n") else "new"
-    for query in ("alpha bravo", "yankee zulu"):
+    for query in (old.split()[0], new.split()[0]):  # "alpha", or a run of CJK text
         for hit in engine.search(query, 50, 0.0).hits:
             if hit.chunk.path == rel:
                 assert hit.chunk.text in (old if state == "old" else new), (rel, state)
@@ -489,22 +493,30 @@ def visible_state(engine: MilvusEngine, rel: str, old: str, new: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("step", "n", "batch", "new_seen"),
+    ("step", "n", "batch", "new_seen", "words"),
     [
-        ("after-intent", 1, 64, 0),  # every row notes its new version, no chunk is in
-        ("after-intent", 2, 1, 1),  # the first file written, the second noted
-        ("mid-insert", 1, 64, 0),  # half of one batch's chunks are in
-        ("after-insert", 2, 1, 1),  # the second file's chunks are in, not yet current
-        ("after-flip", 1, 1, 1),  # the first file is current, its old chunks still there
-        ("after-flip", 3, 1, 3),
-        ("after-flip", 1, 64, 4),  # every file flipped in one request, none cleaned up
+        ("after-intent", 1, 64, 0, EN),  # every row notes its new version, no chunk is in
+        ("after-intent", 2, 1, 1, EN),  # the first file written, the second noted
+        ("mid-insert", 1, 64, 0, EN),  # half of one batch's chunks are in
+        ("after-insert", 2, 1, 1, EN),  # the second file's chunks are in, not yet current
+        ("after-insert", 2, 1, 1, ZH),  # ... and its grams rows
+        ("after-flip", 1, 1, 1, EN),  # the first file is current, its old chunks still there
+        ("after-flip", 3, 1, 3, EN),
+        ("after-flip", 1, 64, 4, EN),  # every file flipped in one request, none cleaned up
+        ("after-flip", 1, 64, 4, ZH),  # ... nor any file's old grams rows
     ],
 )
 def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
-    milvus: MilvusServer, tmp_path: Path, step: str, n: int, batch: int, new_seen: int
+    milvus: MilvusServer,
+    tmp_path: Path,
+    step: str,
+    n: int,
+    batch: int,
+    new_seen: int,
+    words: tuple[str, str],
 ) -> None:
-    old = {f"f{i}.txt": " ".join(["alpha bravo charlie"] * 40) + f" file {i}" for i in range(4)}
-    new = {f"f{i}.txt": " ".join(["yankee zulu xray"] * 40) + f" file {i}" for i in range(4)}
+    old = {f"f{i}.txt": " ".join([words[0]] * 40) + f" file {i}" for i in range(4)}
+    new = {f"f{i}.txt": " ".join([words[1]] * 40) + f" file {i}" for i in range(4)}
     data = write_folder(tmp_path / "docs", old)
     url = milvus.url()
     engine = store_engine(data, parse_store_url(url), chunk_size=200, chunk_overlap=40)
@@ -520,6 +532,8 @@ def test_a_killed_worker_leaves_each_file_old_or_new_never_both(
         assert visible_state(engine, rel, old[rel], new[rel]) == "new"
         current = engine.index.file_rows([rel])[rel].version
         assert engine.index.versions_of(rel) == {current}
+        grams = {current} if words is ZH else set()  # a file with CJK text has its pairs
+        assert engine.index.versions_of(rel, grams=True) == grams
 
 
 @pytest.mark.parametrize("step", ["after-intent", "mid-insert", "after-insert"])

@@ -56,6 +56,7 @@ class MilvusCollections:
         self._lock = threading.Lock()
         self._seen = False  # the chunks collection exists
         self._grams_whole = False  # every file's grams rows are written
+        self._grams_seen = False  # the grams collection exists
 
     def connect(self) -> Any:
         """The client, reaching the server and its database first if need be; or
@@ -250,6 +251,8 @@ class MilvusCollections:
 
     def grams_done(self, shard: tuple[int, int] | None) -> bool:
         """Whether this share's files with CJK text have their grams rows (or all do)."""
+        if self._grams_whole:  # once whole, taken as staying (as grams_whole)
+            return True
         marks = self._grams_marks()
         return _whole(marks) or (shard or (1, 1)) in marks
 
@@ -324,7 +327,7 @@ class MilvusCollections:
                     c.drop_collection(name)
 
         self._call(drop)
-        self._seen = self._grams_whole = False
+        self._seen = self._grams_whole = self._grams_seen = False
 
 
 def _add_bm25(schema: Any, field: str) -> None:

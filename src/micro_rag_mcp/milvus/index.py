@@ -104,8 +104,6 @@ def _scan(c: Any, collection: str, where: str, fields: Sequence[str]) -> list[di
 class MilvusIndex(MilvusCollections):
     """One connection to the collections of one index."""
 
-    _grams_seen = False  # the grams collection exists
-
     # -- connection ------------------------------------------------------------------
 
     # -- collections -----------------------------------------------------------------
@@ -271,11 +269,13 @@ class MilvusIndex(MilvusCollections):
         rows = self._call(lambda c: _scan(c, self.chunks, where, ["path"]))
         return {str(r["path"]) for r in rows}
 
-    def versions_of(self, path: str) -> set[int]:
+    def versions_of(self, path: str, *, grams: bool = False) -> set[int]:
+        """The versions of ``path`` that have rows in the chunks (or the grams) collection."""
+        name = self.grams if grams else self.chunks
+        if grams and not self._call(lambda c: c.has_collection(name)):
+            return set()
         rows = self._call(
-            lambda c: c.query(
-                self.chunks, filter=f"path == {literal(path)}", output_fields=["version"]
-            )
+            lambda c: c.query(name, filter=f"path == {literal(path)}", output_fields=["version"])
         )
         return {int(r["version"]) for r in rows}
 

@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
@@ -163,6 +163,7 @@ def write_grams(
             progress(Progress("reading", start + len(cjk), len(paths), cjk[-1]))
         texts = index.texts_of(cjk)
         index.delete_grams(cjk)
+        rows: list[dict[str, Any]] = []
         for path in cjk:
             version = known[path].version
             chunks = sorted(
@@ -170,9 +171,10 @@ def write_grams(
                 for c in texts.pop(path, [])
                 if int(c["version"]) == version
             )
-            rows = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
-            index.insert_grams(rows)
-            written += bool(rows)
+            mine = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
+            rows.extend(mine)
+            written += bool(mine)
+        index.insert_grams(rows)  # a few files' rows per request
     index.seal_grams()  # searched by brute force, and otherwise scored, until sealed
     index.mark_grams(shard)
     logger.info("the pairs of %d whole files with CJK text were written", written)

@@ -16,7 +16,7 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.search import hybrid_search
 from micro_rag_mcp.local.vectors import VectorStore
-from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
+from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, fuse, prose_share
 from micro_rag_mcp.text.cjk import read_share
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -288,6 +288,15 @@ def test_beside_prose_the_keyword_share_shrinks_with_the_share_of_code_it_matche
     k = 0.3 * (1 / 3)  # the common keyword share, for the one match of three that is prose
     assert fused[8] == pytest.approx((1 - k) * 1.38 / 1.70 + k)
     assert fused[1] == pytest.approx(1 - k)  # one scale for every candidate
+
+
+def test_how_much_is_code_is_told_by_the_best_keyword_matches() -> None:
+    n = CODE_SAMPLE
+    keyword = [(i, 100.0 - i) for i in range(2 * n)]
+    c = candidates([(i, 0.5) for i in range(2 * n)], keyword)
+    assert prose_share(replace(c, code=frozenset(range(n, 2 * n)))) == 1.0  # below the best
+    assert prose_share(replace(c, code=frozenset(range(n // 2)))) == pytest.approx(0.5)
+    assert prose_share(replace(c, code=frozenset(range(n // 2)), identifier=True)) == 1.0
 
 
 def test_code_without_a_vector_yet_keeps_its_keyword_match() -> None:

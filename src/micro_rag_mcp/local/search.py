@@ -28,7 +28,7 @@ from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.local.vectors import VectorStore
 from micro_rag_mcp.search.documents import by_documents, document_terms, is_long, summed
-from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
+from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
 from micro_rag_mcp.search.terms import (
     idf_sum,
@@ -180,7 +180,8 @@ def search_beside(
                 lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
                 head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
             identifier = names_identifier(query)
-            judged = [cid for cid, _ in keyword_hits if cid in cosine]  # as prose_share counts
+            sampled = keyword_hits[:CODE_SAMPLE]
+            judged = [cid for cid, _ in sampled if cid in cosine]  # as prose_share counts
             # (rrf, kept for comparison, fuses ranks: code is not told apart there)
             if params.fusion != "rrf" and params.judge_code and not identifier:
                 in_code = frozenset(judged) if all_code else catalog.code_chunks(judged)

@@ -20,7 +20,7 @@ from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts, whole_file_hits
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
 from micro_rag_mcp.search.documents import by_documents, is_long, summed
-from micro_rag_mcp.search.fusion import Candidates, SearchParams, best_hits, fuse
+from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms
 from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
 from micro_rag_mcp.text.code_text import reads_as_code
@@ -95,7 +95,7 @@ def store_search(
     code: frozenset[int] = frozenset()
     if judged:  # by their file's suffix, else by their text (as catalog.code_chunks)
         path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
-        scored = [cid for cid, _ in keyword_hits if cid in cosine]  # as prose_share counts
+        scored = [cid for cid, _ in keyword_hits[:CODE_SAMPLE] if cid in cosine]  # as prose_share
         by_path = {cid for cid in scored if is_code(path_of.get(cid, ""))}
         texts = index.texts([cid for cid in scored if cid not in by_path]) if scored else {}
         code = frozenset(by_path | {cid for cid, text in texts.items() if reads_as_code(text)})

@@ -50,6 +50,10 @@ from micro_rag_mcp.search.terms import STOPWORDS
 
 Fusion = Literal["convex", "adaptive", "rrf"]
 
+# How many of the best keyword matches tell how much of them is code (prose_share): each
+# is read to see whether it reads as code, and a search has few milliseconds to spare.
+CODE_SAMPLE = 50
+
 
 @dataclass(frozen=True, slots=True)
 class SearchParams:
@@ -100,7 +104,7 @@ class Candidates:
     keyword_ran: bool
     keyword_idf: float = 0.0  # the summed idf of the words the keyword channel searched
     read_share: float = 1.0  # the share of the query the encoder reads (cjk.read_share)
-    code: frozenset[int] = frozenset()  # the keyword candidates that are code
+    code: frozenset[int] = frozenset()  # the keyword candidates that are code (of the best)
     identifier: bool = False  # the query names an identifier (terms.names_identifier)
 
 
@@ -171,11 +175,12 @@ def prose_share(c: Candidates) -> float:
     """The share of the keyword matches the keyword channel speaks for: all of them when
     the query names an identifier, else all but the code that the vector channel judges
     (code with a vector, as far as the encoder reads the query: a query in CJK keeps its
-    words' say); 1 without keyword matches."""
+    words' say), counted among its best ``CODE_SAMPLE``; 1 without keyword matches."""
     if c.identifier or not c.code or not c.keyword:
         return 1.0
-    judged = sum(cid in c.code and cid in c.cosine for cid, _ in c.keyword)
-    return 1.0 - c.read_share * judged / len(c.keyword)
+    best = c.keyword[:CODE_SAMPLE]
+    judged = sum(cid in c.code and cid in c.cosine for cid, _ in best)
+    return 1.0 - c.read_share * judged / len(best)
 
 
 def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:

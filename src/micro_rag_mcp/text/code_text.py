@@ -29,6 +29,7 @@ _STATEMENT = re.compile(
     re.X,
 )
 LINES_READ = 12  # a passage is judged by its first lines (a search judges hundreds)
+LONGEST_LINE = 200  # characters: a longer line is not read as a statement
 
 _PUNCTUATED = re.compile(r";\s*$|^\s*[\])]")
 _DOCSTRING = re.compile(r'"""[\s\S]*?(?:"""|\Z)|\'\'\'[\s\S]*?(?:\'\'\'|\Z)')
@@ -38,10 +39,17 @@ def reads_as_code(text: str) -> bool:
     """Whether ``text`` reads as source code (see the module's docstring)."""
     if text.count("\n") < 1:  # one line: prose, or too little code to tell
         return False
-    lines = [line for line in _DOCSTRING.sub("", text).splitlines() if line.strip()]
+    if '"""' in text or "'''" in text:
+        text = _DOCSTRING.sub("", text)
+    lines = [line for line in text.splitlines() if line.strip()]
     lines = lines[:LINES_READ]
     statements = punctuated = 0
-    for line in lines:
+    for n, line in enumerate(lines):
+        left = len(lines) - n
+        if statements + left < 2 or 2 * (statements + punctuated + left) < len(lines):
+            return False  # too few lines left to make two statements, or half
+        if len(line) > LONGEST_LINE:  # a paragraph on one line: prose
+            continue
         if _STATEMENT.search(line):
             statements += 1
         elif _PUNCTUATED.search(line):

@@ -102,6 +102,27 @@ def test_a_process_that_searched_nothing_counts_the_saved_vectors(
             fresh.stop()
 
 
+def test_a_changed_scope_is_told_by_what_changed(
+    engine: Engine, data: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.conftest import make_settings
+    from tests.fakes import FakeEmbedder
+
+    _folder(data)
+    engine.reindex()
+    engine.stop()
+    narrower = Engine(make_settings(data, exts=(".md",), exclude=("drafts/",)), FakeEmbedder)
+    narrower.load_model()
+    try:
+        with caplog.at_level("WARNING"):
+            assert narrower.reindex().files_removed == 10
+    finally:
+        narrower.stop()
+    said = [r.getMessage() for r in caplog.records if "scope changed" in r.getMessage()]
+    assert len(said) == 1 and len(said[0]) < 200, said
+    assert "exclude +drafts/; exts -.txt, " in said[0] and "more" in said[0]
+
+
 def test_a_scope_with_an_unclosed_bracket_points_it_out(engine: Engine, data: Path) -> None:
     _folder(data)
     engine.reindex()

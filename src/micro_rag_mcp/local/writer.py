@@ -18,6 +18,7 @@ Vectors embedded before a stop are saved.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -241,7 +242,12 @@ class Writer:
             catalog.forget_stamps()
 
     def _record_scope(self, catalog: Catalog) -> None:
-        _record(catalog, "scope", self.settings.scope_record, "files outside it are removed")
+        _record(
+            catalog,
+            "scope",
+            self.settings.scope_record,
+            "files it no longer takes are removed, those it now takes are added",
+        )
 
 
 def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:
@@ -250,6 +256,35 @@ def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:
     if stored == value:
         return False
     if stored is not None:
-        logger.warning("%s changed from %s to %s: %s", key, stored, value, consequence)
+        logger.warning("%s changed (%s): %s", key, _change(stored, value), consequence)
     catalog.set_meta(key, value)
     return stored is not None
+
+
+def _change(stored: str, value: str) -> str:
+    """What differs between two recorded settings, in a few words: each changed field of
+    a JSON object, a list by what it gained and lost."""
+    try:
+        before, after = json.loads(stored), json.loads(value)
+    except ValueError:
+        before, after = stored, value
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return f"was {stored}, now {value}"
+    said = []
+    for field in sorted(before.keys() | after.keys()):
+        old, new = before.get(field), after.get(field)
+        if old == new:
+            continue
+        if isinstance(old, list) and isinstance(new, list):
+            gained = [x for x in new if x not in old]
+            lost = [x for x in old if x not in new]
+            parts = [f"{sign}{_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
+            said.append(f"{field} {' '.join(parts)}")
+        else:
+            said.append(f"{field} was {old}, now {new}")
+    return "; ".join(said)
+
+
+def _few(items: list[object], shown: int = 5) -> str:
+    words = ", ".join(str(x) for x in items[:shown])
+    return words + (f" and {len(items) - shown} more" if len(items) > shown else "")

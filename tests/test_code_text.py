@@ -46,6 +46,27 @@ was $16.7 billion, and diluted earnings per share was $2.23.
 """
 
 
+# Lines of prose that open with a keyword of code.
+KEYWORDS = """The fund invests in government securities that
+yield a return of 4% a year, and it seeks to
+return capital to shareholders each quarter. Firms
+import raw materials from abroad, and taxes rise
+from the import of steel.
+"""
+
+SPANISH = "El informe anual\ndel Banco Central muestra\nque la inflación\ndel año pasado\n"
+
+LEAD_INS = """The Borrower shall, at its own cost:
+(a) keep the premises insured;
+(b) pay all taxes when due;
+if the Lender so requests in writing:
+(c) deliver the accounts within ninety days of the end of each year;
+with respect to the collateral held by the agent:
+(d) keep it free of any lien;
+(e) notify the Lender of any claim;
+"""
+
+
 @pytest.mark.parametrize("text", [PYTHON, C, JAVASCRIPT])
 def test_code_reads_as_code(text: str) -> None:
     assert reads_as_code(text)
@@ -53,7 +74,7 @@ def test_code_reads_as_code(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [LEGAL, WRAPPED, "x = 1", "A single line of prose that mentions return values.", ""],
+    [LEGAL, WRAPPED, KEYWORDS, SPANISH, LEAD_INS, "x = 1", "One line that says return.", ""],
 )
 def test_prose_lists_and_one_liners_do_not(text: str) -> None:
     assert not reads_as_code(text)
@@ -65,3 +86,11 @@ def test_a_function_is_judged_without_its_docstring() -> None:
     assert reads_as_code(documented)
     # An unclosed docstring (a passage cut at its end) is left out to the end too.
     assert reads_as_code('def area(r):\n    y = r * r\n    """' + "Prose line.\n" * 30)
+
+
+def test_a_passage_that_begins_inside_a_docstring_is_judged_by_the_code_after_it() -> None:
+    assert reads_as_code('    of the arguments.\n    """\n    x = compute(a)\n    return x + 1\n')
+
+
+def test_old_mac_line_endings_are_lines_too() -> None:
+    assert reads_as_code("def f(x):\r    y = x * 2\r    return y\r")

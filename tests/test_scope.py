@@ -100,6 +100,14 @@ def test_a_process_that_searched_nothing_counts_the_saved_vectors(
             assert not any("no vector yet" in n for n in outcome.notices)
         finally:
             fresh.stop()
+    # Saved by another model, they are no vectors of this one's.
+    other = Engine(make_settings(data), lambda: FakeEmbedder(dimension=32, model_id="other-32"))
+    other.load_model()
+    try:
+        state = other.search("comet", 5, 0.0, parse_scope(path_glob="nowhere/**")).state
+        assert (state.chunks_with_vectors, state.chunks_total) == (0, 20)
+    finally:
+        other.stop()
 
 
 def test_a_changed_scope_is_told_by_what_changed(

@@ -127,6 +127,10 @@ def test_a_threshold_that_cuts_every_passage_says_so(engine: Engine, data: Path)
     assert outcome.hits == [] and not outcome.no_good_match
     assert any("cosine of at least 0.99" in n for n in outcome.notices)
     assert not any("cosine of at least" in n for n in engine.search("omega", 5, 0.0).notices)
+    # Nothing found for another reason (no keyword match, no vector channel): no advice.
+    engine.params = SearchParams(channels=("keyword",))
+    unfound = engine.search("omega", top_k=5, score_threshold=0.99)
+    assert unfound.hits == [] and not any("cosine of at least" in n for n in unfound.notices)
 
 
 def test_results_carry_citation_positions(engine: Engine, data: Path) -> None:

@@ -92,10 +92,27 @@ CODE_SUFFIXES: frozenset[str] = frozenset(
 )
 
 
+# Files whose passages may be code that their suffix does not name (functions saved as
+# .txt, code blocks in notes), told by their text (``code_text.reads_as_code``). Data
+# and configuration formats are not: their ``key = value`` lines read as assignments.
+CODE_IN_TEXT_SUFFIXES = frozenset(
+    {".txt", ".md", ".rst", ".org", ".tex", ".html", ".htm", ".ipynb", ".eml"}
+)
+
+
+def _suffix(path: str) -> str:
+    dot = path.rfind(".")
+    return path[dot:].lower() if dot > path.rfind("/") + 1 else ""
+
+
 def is_code(path: str) -> bool:
     """Whether the file at ``path`` is source code (a suffix of the ``code`` group)."""
-    dot = path.rfind(".")
-    return dot > path.rfind("/") + 1 and path[dot:].lower() in CODE_SUFFIXES
+    return _suffix(path) in CODE_SUFFIXES
+
+
+def may_read_as_code(path: str) -> bool:
+    """Whether a passage of the file at ``path`` is code if its text reads as code."""
+    return _suffix(path) in CODE_IN_TEXT_SUFFIXES
 
 
 def all_code(suffixes: Iterable[str]) -> bool:

@@ -7,7 +7,7 @@ frozen dataclasses and one enum, built by the engine and its parts.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -93,6 +93,7 @@ class Found:
 
     hits: list[Hit]
     no_good_match: bool = False  # see ``fusion.no_good_match``
+    cut: bool = False  # no hits, and only because of the score threshold
 
 
 NO_GOOD_MATCH = (
@@ -101,12 +102,12 @@ NO_GOOD_MATCH = (
 )
 
 
-def found_notices(hits: Sequence[Hit], weak: bool, score_threshold: float) -> list[str]:
-    """What a search that ran says of what it found: nothing good (``weak``, see
-    ``fusion.no_good_match``), or nothing at all under a threshold."""
-    if hits:
-        return [NO_GOOD_MATCH] if weak else []
-    if score_threshold > 0:
+def found_notices(found: Found, score_threshold: float) -> list[str]:
+    """What a search that ran says of what it found: nothing good (see
+    ``fusion.no_good_match``), or nothing because the threshold cut every candidate."""
+    if found.hits:
+        return [NO_GOOD_MATCH] if found.no_good_match else []
+    if found.cut:
         return [
             f"no passage has a cosine of at least {score_threshold:g} to the query; "
             "a lower threshold returns the nearest there are"

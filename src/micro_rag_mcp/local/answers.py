@@ -18,8 +18,10 @@ from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.formats import all_code
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
+    Found,
     Hit,
     IndexState,
+    ModelState,
     SearchOutcome,
     TextPassage,
     found_notices,
@@ -38,7 +40,7 @@ from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
 from micro_rag_mcp.local.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.local.writer import Writer
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
 from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
@@ -96,12 +98,11 @@ class EngineAnswers:
                 notices.append(within.notice())
                 state = self._state(catalog)
                 return SearchOutcome([], state, [*notices, *state_notices(state)])
-            hits, state, weak = self._search_in(
-                catalog, query, top_k, score_threshold, notices, within
-            )
+            found, state = self._search_in(catalog, query, top_k, score_threshold, notices, within)
         notices.extend(state_notices(state))
-        notices.extend(found_notices(hits, weak, score_threshold))
-        return SearchOutcome(hits, state, notices, no_good_match=weak and bool(hits))
+        notices.extend(found_notices(found, score_threshold))
+        weak = found.no_good_match and bool(found.hits)
+        return SearchOutcome(found.hits, state, notices, no_good_match=weak)
 
     def _search_in(
         self,
@@ -111,7 +112,7 @@ class EngineAnswers:
         score_threshold: float,
         notices: list[str],
         within: Resolved | None = None,
-    ) -> tuple[list[Hit], IndexState, bool]:
+    ) -> tuple[Found, IndexState]:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
@@ -133,7 +134,7 @@ class EngineAnswers:
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
             hits = with_context(catalog, self._mark_stale(found.hits, notices))
-            return hits, self._state(catalog, stats), found.no_good_match
+            return replace(found, hits=hits), self._state(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 
@@ -243,7 +244,11 @@ class EngineAnswers:
     def _state(self, catalog: Catalog | None, stats: CatalogStats | None = None) -> IndexState:
         if stats is None and catalog is not None:
             stats = self._stats.get(catalog)
-        with_vectors = self._vectors.count(catalog, stats) if catalog is not None and stats else 0
+        with_vectors = 0
+        if catalog is not None and stats:
+            loaded = self._model.get(0) if self._model.state is ModelState.READY else None
+            space = vector_space(loaded) if loaded is not None else None
+            with_vectors = self._vectors.count(catalog, stats, space=space)
         progress = self._writer.progress
         indexing = self._writer.running
         phase: str | None = None

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from micro_rag_mcp.core.formats import is_code
+from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.text.code_text import reads_as_code
 
@@ -351,13 +351,17 @@ class CatalogQueries:
 
     def code_chunks(self, ids: Sequence[int]) -> frozenset[int]:
         """The given chunk ids whose file is source code (``formats.is_code``) or whose
-        text reads as code (``code_text.reads_as_code``)."""
+        text reads as code in a file that may hold some (``formats.may_read_as_code``)."""
         rows = self._select_ids(
             "SELECT c.id, f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id"
             " WHERE c.id IN ({})",
             ids,
         )
-        return frozenset(int(c) for c, path, text in rows if is_code(path) or reads_as_code(text))
+        return frozenset(
+            int(c)
+            for c, path, text in rows
+            if is_code(path) or (may_read_as_code(path) and reads_as_code(text))
+        )
 
     def stats(self) -> CatalogStats:
         row = self._conn.execute(

@@ -201,8 +201,7 @@ def search_beside(
             ),
             params,
         )
-        hits = best_hits(catalog.fetch, ranking, top_k, score_threshold)
-        return Found(hits, ranking.no_good_match)
+        return best_hits(catalog.fetch, ranking, top_k, score_threshold)
 
 
 def keyword_candidates(

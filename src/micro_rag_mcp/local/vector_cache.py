@@ -112,19 +112,25 @@ class VectorCache:
         )
 
     def count(
-        self, catalog: Catalog, stats: CatalogStats, vectors: VectorStore | None = None
+        self,
+        catalog: Catalog,
+        stats: CatalogStats,
+        vectors: VectorStore | None = None,
+        space: str | None = None,
     ) -> int:
-        """How many catalog chunks have a vector in ``vectors`` (default: the store held)."""
+        """How many catalog chunks have a vector in ``vectors`` (default: the store held;
+        with none held, the saved file's, if they are of ``space``, the loaded model's)."""
         vectors = vectors if vectors is not None else self._store
         if vectors is None:  # none held yet (no search has needed them): the saved file's
-            return self._count_saved(catalog, stats)
+            return self._count_saved(catalog, stats, space)
         if len(vectors) == 0:  # a pass that begins anew: nothing to count
             return 0
         key = (stats.chunks, stats.max_chunk_id, len(vectors), vectors.owner, vectors.stamp)
         return self._counted(key, catalog, vectors.ids)
 
-    def _count_saved(self, catalog: Catalog, stats: CatalogStats) -> int:
-        if reader_meta(catalog)[1] is None:  # keyed by an older release: cannot be matched
+    def _count_saved(self, catalog: Catalog, stats: CatalogStats, space: str | None) -> int:
+        made_by = reader_meta(catalog)[1]  # None: keyed by an older release, not matched
+        if made_by is None or (space is not None and made_by != space):
             return 0
         key = (stats.chunks, stats.max_chunk_id, "saved", file_stamp(self.paths.vectors))
         return self._counted(key, catalog, lambda: saved_ids(self.paths.vectors))

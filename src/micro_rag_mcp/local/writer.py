@@ -279,7 +279,7 @@ def _change(stored: str, value: str) -> str:
             gained = [x for x in new if x not in old]
             lost = [x for x in old if x not in new]
             parts = [f"{sign}{_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
-            said.append(f"{field} {' '.join(parts)}")
+            said.append(f"{field} {' '.join(parts) or 'reordered'}")
         else:
             said.append(f"{field} was {old}, now {new}")
     return "; ".join(said)

@@ -264,7 +264,7 @@ class MilvusEngine:
             notices.append(f"{e}; no results until it answers again")
             return SearchOutcome([], self._state_unknown(), notices)
         notices.extend(state_notices(state))
-        notices.extend(found_notices(found.hits, found.no_good_match, score_threshold))
+        notices.extend(found_notices(found, score_threshold))
         weak = found.no_good_match and bool(found.hits)
         return SearchOutcome(found.hits, state, notices, no_good_match=weak)
 

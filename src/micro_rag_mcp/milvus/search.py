@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.core.formats import is_code
+from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.milvus.index import MilvusIndex
@@ -97,7 +97,8 @@ def store_search(
         path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
         scored = [cid for cid, _ in keyword_hits[:CODE_SAMPLE] if cid in cosine]  # as prose_share
         by_path = {cid for cid in scored if is_code(path_of.get(cid, ""))}
-        texts = index.texts([cid for cid in scored if cid not in by_path]) if scored else {}
+        told = [cid for cid in scored if may_read_as_code(path_of.get(cid, ""))]
+        texts = index.texts(told) if told else {}
         code = frozenset(by_path | {cid for cid, text in texts.items() if reads_as_code(text)})
     ranking = fuse(
         Candidates(
@@ -123,7 +124,7 @@ def store_search(
             if current.get(r["path"]) == int(r["version"])
         }
 
-    return Found(best_hits(fetch, ranking, top_k, score_threshold), ranking.no_good_match)
+    return best_hits(fetch, ranking, top_k, score_threshold)
 
 
 def _by_documents(

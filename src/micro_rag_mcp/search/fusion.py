@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from micro_rag_mcp.core.records import StoredChunk
-from micro_rag_mcp.core.results import Channel, Hit
+from micro_rag_mcp.core.results import Channel, Found, Hit
 from micro_rag_mcp.search.terms import STOPWORDS
 
 Fusion = Literal["convex", "adaptive", "rrf"]
@@ -343,9 +343,10 @@ def best_hits(
     ranking: Ranking,
     top_k: int,
     score_threshold: float,
-) -> list[Hit]:
+) -> Found:
     """Rows of the best ranked chunks that pass the threshold, a window at a time."""
     hits: list[Hit] = []
+    cut = 0
     window = max(2 * top_k, 20)
     ranked = ranking.ranked
     for at in range(0, len(ranked), window):
@@ -358,8 +359,9 @@ def best_hits(
             score = ranking.cosine.get(cid)
             channels = ranking.found_by[cid]
             if score is not None and score < score_threshold and "keyword" not in channels:
+                cut += 1
                 continue
             hits.append(Hit(row, score, ranking.fused[cid], channels))
             if len(hits) == top_k:
-                return hits
-    return hits
+                return Found(hits, ranking.no_good_match)
+    return Found(hits, ranking.no_good_match, cut=not hits and cut > 0)

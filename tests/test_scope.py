@@ -129,6 +129,16 @@ def test_a_changed_scope_is_told_by_what_changed(
     said = [r.getMessage() for r in caplog.records if "scope changed" in r.getMessage()]
     assert len(said) == 1 and len(said[0]) < 200, said
     assert "exclude +drafts/; exts -.txt, " in said[0] and "more" in said[0]
+    for exts in ((".md", ".txt"), (".txt", ".md")):
+        caplog.clear()
+        again = Engine(make_settings(data, exts=exts), FakeEmbedder)
+        again.load_model()
+        try:
+            with caplog.at_level("WARNING"):
+                again.reindex()
+        finally:
+            again.stop()
+    assert any("(exts reordered)" in r.getMessage() for r in caplog.records)
 
 
 def test_a_scope_with_an_unclosed_bracket_points_it_out(engine: Engine, data: Path) -> None:

@@ -125,7 +125,11 @@ def test_read_prints_a_page_and_a_range_and_says_how_to_go_on(
     assert "page 2" in page.stderr
     first = micro_rag("read", str(data), "recipe.txt", "--max-chars", "10")
     assert first.stdout == "Knead the \n"
-    assert f"more: micro-rag read {data} recipe.txt --start 10" in first.stderr
+    assert f"more: micro-rag read {data} recipe.txt --start 10 --max-chars 10" in first.stderr
+    ranged = micro_rag("read", str(data), "recipe.txt", "--end", "30", "--max-chars", "10")
+    assert "recipe.txt --start 10 --end 30 --max-chars 10" in ranged.stderr  # the same range
+    beyond = micro_rag("read", str(data), "recipe.txt", "--start", "5000")
+    assert beyond.returncode == 2 and "error: --start must be less than" in beyond.stderr
     rest = json.loads(micro_rag("read", str(data), "recipe.txt", "--start", "10", "--json").stdout)
     assert wire(ReadResult.model_validate(rest)) == rest
     assert rest["text"] == "bread dough for ten minutes, then let it rise."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -278,22 +279,44 @@ def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
 
 
 def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
+    from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
     from micro_rag_mcp.serve.tool_results import read_result, wire
 
     engine = _reader_engine(args)
-    passage = engine.read(
-        args.path,
-        char_start=args.start,
-        char_end=args.end,
-        page=args.page,
-        max_chars=args.max_chars,
-        anchor=args.anchor,
-    )
+    try:
+        passage = engine.read(
+            args.path,
+            char_start=args.start,
+            char_end=args.end,
+            page=args.page,
+            max_chars=args.max_chars,
+            anchor=args.anchor,
+        )
+    except InvalidArgument as e:  # said in the tool's names: said again in the flags'
+        raise InvalidArgument(_as_flags(str(e))) from None
     if args.json:
         screens.json(wire(read_result(passage)))
     else:
-        screens.passage(passage, args.folder, args.page)
+        asked = args.max_chars if args.max_chars != DEFAULT_MAX_CHARS else None
+        screens.passage(passage, args.folder, args.page, args.end, asked)
     return 0
+
+
+_FLAGS = (
+    (r"\bchar_start\b", "--start"),
+    (r"\bchar_end\b", "--end"),
+    (r"\bmax_chars\b", "--max-chars"),
+    (r"\banchor replaces\b", "--anchor replaces"),
+    (r"\band page\b", "and --page"),
+    (r"^page applies\b", "--page applies"),
+)
+
+
+def _as_flags(message: str) -> str:
+    """A message of ``read`` that names the tool's parameters, naming the flags instead."""
+    for pattern, flag in _FLAGS:
+        message = re.sub(pattern, flag, message)
+    return message
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Screens], int]] = {

@@ -223,7 +223,14 @@ class Screens:
 
     # -- read ----------------------------------------------------------------------
 
-    def passage(self, p: TextPassage, folder: str, page: int | None = None) -> None:
+    def passage(
+        self,
+        p: TextPassage,
+        folder: str,
+        page: int | None = None,
+        end: int | None = None,
+        max_chars: int | None = None,
+    ) -> None:
         """The text on stdout; where it lies, notes, and how to read on, on stderr."""
         where = [f"characters {p.char_start}-{p.char_end} of {p.total_chars}"]
         if p.page is not None:
@@ -238,11 +245,14 @@ class Screens:
         for notice in p.notices:
             _say(self.err, f"note: {notice}")
         if p.next_char_start is not None:
-            on_page = f" --page {page}" if page is not None else ""
+            # The same range and length as asked: only where it starts moves on.
+            kept = [f"--page {page}"] if page is not None else []
+            kept += [f"--end {end}"] if end is not None else []
+            kept += [f"--max-chars {max_chars}"] if max_chars is not None else []
             _say(
                 self.err,
                 f"more: micro-rag read {shlex.quote(folder)} {shlex.quote(p.path)} "
-                f"--start {p.next_char_start}{on_page}",
+                f"--start {p.next_char_start}" + "".join(f" {k}" for k in kept),
             )
 
 

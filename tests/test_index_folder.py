@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ConfigError, IndexWriteError
+from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths, check_index_folder, ensure_folder
 from tests.conftest import make_settings
@@ -148,3 +149,36 @@ def test_the_writer_never_marks_a_folder_of_someone_elses_files(notes: Path) -> 
     with pytest.raises(IndexWriteError):
         ensure_folder(notes / "index")
     assert sorted(p.name for p in (notes / "index").iterdir()) == ["pelican.md"]
+
+
+def test_the_index_files_are_as_readable_as_the_catalog(data: Path) -> None:
+    """Files written whole (vectors, marker, version) get the mode the catalog gets.
+
+    The catalog holds the documents' text: a vector file made private while the catalog
+    is not protects nothing, and makes an index another account may read half unreadable.
+    """
+    (data / "a.md").write_text(NOTE)
+    engine = Engine(make_settings(data), FakeEmbedder)
+    engine.load_model()
+    try:
+        engine.reindex()
+    finally:
+        engine.stop()
+    index = data / "index"
+    catalog_mode = (index / "catalog.sqlite3").stat().st_mode & 0o777
+    written = {
+        p.name: p.stat().st_mode & 0o777
+        for p in index.iterdir()
+        if p.is_file() and not p.name.endswith(".lock")
+    }
+    assert {"faiss.index", "micro-rag-index.json", "version"} <= written.keys()
+    assert written == dict.fromkeys(written, catalog_mode)
+
+
+def test_a_file_written_again_keeps_the_mode_it_was_given(tmp_path: Path) -> None:
+    path = tmp_path / "vectors"
+    atomic_write_bytes(path, b"one")
+    path.chmod(0o600)
+    atomic_write_bytes(path, b"two")
+    assert path.read_bytes() == b"two"
+    assert path.stat().st_mode & 0o777 == 0o600

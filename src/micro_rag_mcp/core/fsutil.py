@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -23,11 +24,39 @@ NETWORK_FS = frozenset(
 )
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # at import, before any thread of ours creates a file
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a crash leaves the old file or the new one."""
+    """Replace ``path`` with ``data`` so a crash leaves the old file or the new one.
+
+    The new file keeps the mode of the one it replaces, or else gets the mode any file
+    the user creates gets (the umask's), as the catalog SQLite makes does: a temporary
+    file's private 0600 would leave some of the index's files unreadable where the rest
+    can be read.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = _FILE_MODE
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

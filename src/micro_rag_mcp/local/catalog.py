@@ -3,10 +3,10 @@
 Files, their chunks (text and citation positions) and the run identity live here. An
 FTS5 table over the chunk text is the keyword channel. Every change of one file is one
 transaction, so a reader (in this process or another) sees a file's old chunks or its
-new ones, never a mix. Chunk ids come from AUTOINCREMENT and are never reused. Each
-chunk also records the key of its vector (``vector_text.vector_key``, a hash of the text it
-is embedded as): the FAISS index (derived data) is keyed by it and reconciled against this
-table by key alone, so a vector outlives a chunk id and serves every chunk of its text.
+new ones, never a mix. Chunk ids come from AUTOINCREMENT and are never reused. Each chunk
+records the key of its vector (``vector_text.vector_key``, a hash of its embedded text):
+the FAISS index (derived data) is keyed by it and reconciled against this table by key
+alone, so a vector outlives a chunk id and serves every chunk of its text.
 """
 
 from __future__ import annotations
@@ -179,9 +179,7 @@ class Catalog(CatalogQueries):
         """Upgrade a catalog of schema 3 in place, in one transaction: every chunk gets
         the key of its vector. Its vectors, keyed by chunk id, are re-keyed by
         ``vector_cache`` (``vector_ids`` in meta says which kind a vector file holds)."""
-        logger.info(
-            "upgrading the catalog %s from schema %s to %s", self.path, stored, SCHEMA_VERSION
-        )
+        logger.info("upgrading catalog %s from schema %s to %s", self.path, stored, SCHEMA_VERSION)
         with self.transaction() as conn:
             columns = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
             if "vkey" not in columns:
@@ -360,10 +358,14 @@ class Catalog(CatalogQueries):
             conn.execute("DELETE FROM pending")
         return paths
 
-    def forget_stamps(self) -> None:
-        """Make every file look changed, so the next reindex re-reads and re-chunks it."""
+    def forget_stamps(self, suffixes: Sequence[str] = ("",)) -> int:
+        """Make the files of ``suffixes`` (LIKE: any case; all by default) look changed,
+        so the next reindex reads them again; how many."""
+        sql = "UPDATE files SET size = -1, checksum = NULL WHERE " + (
+            " OR ".join("path LIKE ?" for _ in suffixes) or "0"
+        )
         with self.transaction() as conn:
-            conn.execute("UPDATE files SET size = -1, checksum = NULL")
+            return conn.execute(sql, [f"%{s}" for s in suffixes]).rowcount
 
     @staticmethod
     def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:

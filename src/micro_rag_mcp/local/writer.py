@@ -31,6 +31,7 @@ from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.readers import READ_VERSIONS, read_changes
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
@@ -240,6 +241,7 @@ class Writer:
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
             catalog.forget_stamps()
+        _check_readers(catalog)
 
     def _record_scope(self, catalog: Catalog) -> None:
         _record(
@@ -248,6 +250,29 @@ class Writer:
             self.settings.scope_record,
             "files it no longer takes are removed, those it now takes are added",
         )
+
+
+def _check_readers(catalog: Catalog) -> None:
+    """Read again the files of each format whose reader changed since the index was made
+    (``READ_VERSIONS``): their text is what this release would store. A new catalog has
+    nothing to read again."""
+    stored = catalog.get_meta("readers")
+    value = json.dumps(READ_VERSIONS, sort_keys=True)
+    if stored == value:
+        return
+    try:
+        recorded = json.loads(stored) if stored else {}
+    except ValueError:
+        recorded = {}
+    suffixes = read_changes(recorded if isinstance(recorded, dict) else {})
+    again = catalog.forget_stamps(suffixes) if suffixes else 0
+    if again:
+        logger.info(
+            "%d %s files are read again: this release reads them otherwise",
+            again,
+            "/".join(suffixes),
+        )
+    catalog.set_meta("readers", value)
 
 
 def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:

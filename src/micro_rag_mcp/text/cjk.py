@@ -95,7 +95,8 @@ def query_gram_counts(text: str) -> dict[str, int]:
 
 def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
     """A file's text from its chunks in order (id, title, text, char_start, char_end):
-    the title once, and of each chunk only what the one before did not already hold."""
+    the title once (none above a text that opens with it), and of each chunk only what
+    the one before did not already hold."""
     parts: list[str] = []
     covered = 0
     for _, _, text, start, end in rows:
@@ -104,7 +105,8 @@ def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
         skip = max(0, covered - start)
         parts.append(text[skip:])
         covered = max(covered, end)
-    return (rows[0][1] + "\n" if rows else "") + "".join(parts)
+    opens = bool(rows) and bool(rows[0][1]) and rows[0][2].startswith(rows[0][1])
+    return (rows[0][1] + "\n" if rows and not opens else "") + "".join(parts)
 
 
 def pair_word(gram: str) -> str:

@@ -23,12 +23,13 @@ KEY_BITS = 63  # FAISS ids are signed 64-bit and -1 means "no result": keys stay
 
 
 def embedding_text(title: str, text: str) -> str:
-    """The text a chunk is embedded as: its file's title above the passage.
+    """The text a chunk is embedded as: its file's title above the passage, unless the
+    passage opens with it (a text file's first line is its title).
 
     Long documents rarely repeat what they are on every page (a filing names its company
     and period on the cover); the title carries that into every passage's vector.
     """
-    return f"{title}\n{text}" if title else text
+    return f"{title}\n{text}" if title and not text.startswith(title) else text
 
 
 def vector_key(title: str, text: str) -> int:

@@ -33,17 +33,25 @@ from micro_rag_mcp.ingest.readers.notebook import read_ipynb
 from micro_rag_mcp.ingest.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
 from micro_rag_mcp.ingest.readers.opendocument import read_odp, read_ods, read_odt
 from micro_rag_mcp.ingest.readers.pdf import read_pdf
-from micro_rag_mcp.ingest.readers.text import decode_text_bytes, read_markdown, read_rst, read_text
+from micro_rag_mcp.ingest.readers.text import (
+    decode_text_bytes,
+    read_markdown,
+    read_plain,
+    read_rst,
+    read_text,
+)
 from micro_rag_mcp.ingest.readers.web import read_epub, read_html
 
 __all__ = [
     "MIB",
     "READERS",
+    "READ_VERSIONS",
     "Document",
     "check_docx_archive",
     "clean_title",
     "decode_text_bytes",
     "normalize_text",
+    "read_changes",
     "read_csv",
     "read_document",
     "read_docx",
@@ -51,6 +59,7 @@ __all__ = [
     "read_html",
     "read_ipynb",
     "read_markdown",
+    "read_plain",
     "read_pdf",
     "read_pptx",
     "read_rst",
@@ -64,7 +73,7 @@ Reader = Callable[[Path], Document]
 
 # The reader of each format of ``core.formats.FORMATS``, by the format's name.
 READ_BY_FORMAT: dict[str, Reader] = {
-    "text": read_text,
+    "text": read_plain,
     "Markdown": read_markdown,
     "PDF": read_pdf,
     "Word": read_docx,
@@ -84,6 +93,22 @@ READ_BY_FORMAT: dict[str, Reader] = {
     "image": read_image,
     "code": read_code,
 }
+
+# Bumped when a format's reader reads the same file otherwise, so that an index made
+# before reads that format's files again (others keep theirs); a format not named is at 1.
+# text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
+READ_VERSIONS: dict[str, int] = {"text": 2}
+
+
+def read_changes(recorded: dict[str, int]) -> list[str]:
+    """The suffixes whose reader changed since ``recorded`` (format name -> version)."""
+    return [
+        suffix
+        for fmt in FORMATS
+        if READ_VERSIONS.get(fmt.name, 1) != recorded.get(fmt.name, 1)
+        for suffix in fmt.suffixes
+    ]
+
 
 # Raw readers by lowercase suffix, for the formats whose dependencies are installed. They
 # raise ReadError for the failures they recognize but may let other exceptions through;

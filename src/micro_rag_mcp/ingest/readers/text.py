@@ -1,7 +1,8 @@
 """Plain text: ``.txt``, ``.md`` and the other formats read as lines.
 
 The encoding is guessed (BOMs, UTF-8, BOM-less UTF-16, detection); binary content is
-refused. Markdown headings give the sections.
+refused. Markdown headings give the sections; a ``.txt`` file's first line, standing
+alone, its title.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
-from micro_rag_mcp.ingest.readers.document import Document, HeadingPath, Marks, normalize_text
+from micro_rag_mcp.ingest.readers.document import (
+    Document,
+    HeadingPath,
+    Marks,
+    clean_title,
+    normalize_text,
+)
+from micro_rag_mcp.text.code_text import reads_as_code
 
 # Text sniffing.
 _SNIFF_BYTES = 8192
@@ -24,6 +32,38 @@ _PREFERRED_LEGACY = ("cp1252", "latin_1", "iso8859_15")
 def read_text(path: Path) -> Document:
     """Read a text file, guessing its encoding; refuse binary content."""
     return Document(normalize_text(decode_text_bytes(path.read_bytes())))
+
+
+def read_plain(path: Path) -> Document:
+    """A ``.txt`` file, titled by its first line when that line stands alone
+    (``opening_title``)."""
+    text = read_text(path).text
+    return Document(text, title=opening_title(text))
+
+
+OPENING_TITLE_MAX_CHARS = 150
+
+
+def opening_title(text: str) -> str:
+    """The first line of a plain text as its title, when it reads as one: it stands alone
+    above a blank line with more text below, holds a letter, is at most
+    ``OPENING_TITLE_MAX_CHARS`` long and does not run on (a comma or semicolon at its
+    end: "Dear Ann,"), and the text is not code.
+
+    A text file has no metadata to name it, and most of its passages do not say what the
+    whole is about; the title is embedded with each and searched beside each
+    (SciFact, nDCG@10: 0.7385 with no title, 0.7435 so; docs/benchmarks.md).
+    """
+    first, sep, rest = text.lstrip("\n").partition("\n")
+    first = first.strip()
+    below, blank, after = rest.partition("\n")
+    if not sep or not blank or below.strip() or not after.strip():
+        return ""
+    if len(first) > OPENING_TITLE_MAX_CHARS or first.endswith((",", ";")):
+        return ""
+    if reads_as_code(text[:2000]):
+        return ""
+    return clean_title(first)
 
 
 def read_markdown(path: Path) -> Document:

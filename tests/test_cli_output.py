@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from micro_rag_mcp.cli.output import IndexDisplay, Screens, highlighted, query_terms, snippet
-from micro_rag_mcp.core.results import Progress, TextPassage
+from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
 
 
 def feed(display: IndexDisplay) -> None:
@@ -68,3 +68,13 @@ def test_the_more_hint_is_a_command_a_shell_runs_as_printed(
     words = shlex.split(more.removeprefix("more: "))
     assert words == ["micro-rag", "read", "my docs", "sec/2023 Q1 INTC.pdf", "--start", "2787"]
     assert capsys.readouterr().out == "Revenue rose.\n"
+
+
+def test_a_narrow_status_table_wraps_the_model_between_its_parts() -> None:
+    screen = io.StringIO()
+    model = "sentence-transformers/all-MiniLM-L6-v2@53aa51172d14;title+text"
+    summary = IndexSummary("/i", 1, 0, [], 1, 1, model, "chars:1000/200;titles:2", 1, 0.0, None)
+    Screens(Console(file=screen, width=80)).status(summary, "installed")
+    lines = [line.strip() for line in screen.getvalue().splitlines()]
+    assert "title+text (installed)" in lines  # the recipe on a line of its own, whole
+    assert any(line.endswith("all-MiniLM-L6-v2@53aa51172d14;") for line in lines)

@@ -190,8 +190,9 @@ class Screens:
         if s.skipped:
             table.add_row("skipped", Text("; ".join(_skip_line(g) for g in s.skipped)))
         table.add_row("chunks", f"{s.chunks}, {s.chunks_with_vectors} with a saved vector")
-        table.add_row("model", Text(f"{s.vector_model or 'none yet'} ({model})"))
-        table.add_row("chunking", Text(s.chunking or "none yet"))
+        # An id's parts apart, so a narrow terminal wraps between them, not inside a word.
+        table.add_row("model", Text(f"{_spaced(s.vector_model) or 'none yet'} ({model})"))
+        table.add_row("chunking", Text(_spaced(s.chunking) or "none yet"))
         size = "not known (the store does not say)" if s.size_bytes is None else _size(s.size_bytes)
         table.add_row("size on disk", size)
         when = (
@@ -309,3 +310,8 @@ def _size(n: int) -> str:
             return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n = n / 1024  # type: ignore[assignment]
     return f"{n} bytes"
+
+
+def _spaced(record: str | None) -> str:
+    """A recorded id (``model@rev;title+text``) with a space after each ``;``."""
+    return (record or "").replace(";", "; ")

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.ingest.files import extract_chunks
 from micro_rag_mcp.ingest.readers import read_document
 from micro_rag_mcp.ingest.readers.text import opening_title
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.cjk import whole_text
 from micro_rag_mcp.text.vector_text import embedding_text
+from tests.conftest import make_settings
 
 BODY = "Pelicans fish by plunging their pouched bills into the sea. " * 30
 
@@ -33,6 +35,10 @@ BODY = "Pelicans fish by plunging their pouched bills into the sea. " * 30
         ("One paragraph only, no line break at all.", ""),
         ("x" * 151 + "\n\nbody\n", ""),  # too long for a title
         ("----\n\nbody\n", ""),  # no letter
+        ("2024\n\nbody\n", ""),
+        ("2024-01-05 10:31 deploy started\n\nbody\n", ""),  # a log line's stamp
+        ("See https://example.org/docs\n\nbody\n", ""),
+        ("# Pelican notes\n\nbody\n", "Pelican notes"),  # a heading's marks left out
         ("import os\n\nprint(os.getcwd())\nos.chdir(path)\nx = 1\n", ""),  # code
     ],
 )
@@ -48,15 +54,28 @@ def test_a_txt_file_gets_its_title_and_other_text_formats_do_not(tmp_path: Path)
         for name in ("notes.txt", "notes.md", "notes.org")
     }
     assert got == {"notes.txt": "Pelican feeding habits", "notes.md": "", "notes.org": ""}
+    crlf = tmp_path / "crlf.txt"
+    crlf.write_bytes(b"\xef\xbb\xbf  \r\nPelican feeding habits\r\n\r\nThey plunge.\r\n")
+    assert read_document(crlf, max_bytes=1 << 20).title == "Pelican feeding habits"
 
 
-def test_a_passage_that_opens_with_the_title_does_not_carry_it_twice() -> None:
-    assert embedding_text("Pelicans", "Pelicans\n\nThey fish.") == "Pelicans\n\nThey fish."
-    assert embedding_text("Pelicans", "They fish.") == "Pelicans\nThey fish."
+def test_a_passage_that_opens_with_the_title_does_not_carry_it_twice(tmp_path: Path) -> None:
+    path = tmp_path / "birds.txt"
+    path.write_text(f"Albatross field report\n\n{BODY}\n\n{BODY}\n")
+    _, chunks = extract_chunks(
+        read_document(path, max_bytes=1 << 20), path, make_settings(tmp_path)
+    )
+    assert len(chunks) >= 2
+    assert {c.title for c in chunks} == {"birds — Albatross field report"}
+    first, later = (embedding_text(c.title, c.text) for c in chunks[:2])
+    assert first == chunks[0].text and first.startswith("Albatross field report\n")
+    assert later == f"birds — Albatross field report\n{chunks[1].text}"
+    # Only a whole first line is the title: "notes2" is not "notes".
+    assert embedding_text("notes", "notes2 are here") == "notes\nnotes2 are here"
     assert embedding_text("", "They fish.") == "They fish."
     rows = [(1, "鹈鹕", "鹈鹕\n\n捕鱼", 0, 6), (2, "鹈鹕", "筑巢", 7, 9)]
     assert whole_text(rows) == "鹈鹕\n\n捕鱼\n筑巢"
-    assert whole_text([(1, "标题", "捕鱼", 0, 2)]) == "标题\n捕鱼"
+    assert whole_text([(1, "标题", "标题二\n捕鱼", 0, 6)]) == "标题\n标题二\n捕鱼"
 
 
 def titles(data: Path) -> dict[str, set[str]]:

@@ -38,16 +38,16 @@ def _umask() -> int:
     return mask
 
 
-_FILE_MODE = 0o666 & ~_umask()
+_FILE_MODE = 0o644 & ~_umask()  # as SQLite creates the catalog (its default permissions)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a crash leaves the old file or the new one.
 
-    The new file keeps the mode of the one it replaces, or else gets the mode any file
-    the user creates gets (the umask's), as the catalog SQLite makes does: a temporary
-    file's private 0600 would leave some of the index's files unreadable where the rest
-    can be read.
+    The new file keeps the mode of the one it replaces, or else gets the mode SQLite
+    gives the catalog (0644 less the umask): a temporary file's private 0600 would leave
+    some of the index's files unreadable where the rest can be read. A file system that
+    refuses the mode (some network mounts) keeps its own.
     """
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
@@ -56,7 +56,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
+            with contextlib.suppress(OSError):
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

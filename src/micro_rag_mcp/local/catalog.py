@@ -358,14 +358,13 @@ class Catalog(CatalogQueries):
             conn.execute("DELETE FROM pending")
         return paths
 
-    def forget_stamps(self, suffixes: Sequence[str] = ("",)) -> int:
-        """Make the files of ``suffixes`` (LIKE: any case; all by default) look changed,
-        so the next reindex reads them again; how many."""
-        sql = "UPDATE files SET size = -1, checksum = NULL WHERE " + (
-            " OR ".join("path LIKE ?" for _ in suffixes) or "0"
-        )
+    def forget_stamps(self, suffixes: Sequence[str] | None = None) -> int:
+        """Make every file (of the lowercase ``suffixes``, if given) look changed, so the
+        next reindex reads it again; how many."""
+        of = "" if suffixes is None else f" WHERE ext IN ({','.join('?' * len(suffixes))})"
         with self.transaction() as conn:
-            return conn.execute(sql, [f"%{s}" for s in suffixes]).rowcount
+            sql = f"UPDATE files SET size = -1, checksum = NULL{of}"
+            return conn.execute(sql, tuple(suffixes or ())).rowcount
 
     @staticmethod
     def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:

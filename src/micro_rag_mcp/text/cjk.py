@@ -18,6 +18,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from micro_rag_mcp.text.vector_text import opens_with
+
 MAX_QUERY_GRAMS = 1024  # distinct pairs a query is read for: a bound against hostile input
 MAX_GRAM_REPEATS = 4  # times one pair of a query counts, at most
 
@@ -95,7 +97,7 @@ def query_gram_counts(text: str) -> dict[str, int]:
 
 def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
     """A file's text from its chunks in order (id, title, text, char_start, char_end):
-    the title once (none above a text that opens with it), and of each chunk only what
+    the title once (none above a text whose first line it is), and of each chunk only what
     the one before did not already hold."""
     parts: list[str] = []
     covered = 0
@@ -105,7 +107,7 @@ def whole_text(rows: Sequence[tuple[Any, ...]]) -> str:
         skip = max(0, covered - start)
         parts.append(text[skip:])
         covered = max(covered, end)
-    opens = bool(rows) and bool(rows[0][1]) and rows[0][2].startswith(rows[0][1])
+    opens = bool(rows) and bool(rows[0][1]) and opens_with(rows[0][1], rows[0][2])
     return (rows[0][1] + "\n" if rows and not opens else "") + "".join(parts)
 
 

@@ -24,12 +24,20 @@ KEY_BITS = 63  # FAISS ids are signed 64-bit and -1 means "no result": keys stay
 
 def embedding_text(title: str, text: str) -> str:
     """The text a chunk is embedded as: its file's title above the passage, unless the
-    passage opens with it (a text file's first line is its title).
+    passage's first line is the title (``opens_with``: a text file's first line).
 
     Long documents rarely repeat what they are on every page (a filing names its company
     and period on the cover); the title carries that into every passage's vector.
     """
-    return f"{title}\n{text}" if title and not text.startswith(title) else text
+    return f"{title}\n{text}" if title and not opens_with(title, text) else text
+
+
+def opens_with(title: str, text: str) -> bool:
+    """Whether the text's first line is its title: the whole title, or what follows the
+    file's name in it (``files.document_title``: ``birds — Albatross report``)."""
+    first = text[: text.find("\n")] if "\n" in text else text
+    first = first.strip().lstrip("#").strip()  # a Markdown heading's marks
+    return bool(first) and (first == title or title.endswith(f" — {first}"))
 
 
 def vector_key(title: str, text: str) -> int:

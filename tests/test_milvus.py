@@ -201,22 +201,49 @@ def test_another_inflection_of_a_word_matches_by_keyword_as_in_the_embedded_stor
             "garden.txt": "Tomatoes need six hours of sunlight.\n",
         },
     )
-    keyword_only = SearchParams(channels=("keyword",))
-    embedded = Engine(make_settings(data), FakeEmbedder, keyword_only)
-    embedded.load_model()
-    store = store_engine(data, milvus.config())
-    store.params = keyword_only
-    try:
-        embedded.reindex()
-        store.reindex()
+    with keyword_engines(data, milvus.config()) as (embedded, store):
         for query in ("running", "sleeping cat", "tomato hour"):
             ours, theirs = embedded.search(query, 5, -1.0), store.search(query, 5, -1.0)
             assert [h.chunk.path for h in theirs.hits] == [h.chunk.path for h in ours.hits]
             assert len(theirs.hits) == 1, query
         assert store.read("runner.txt").text.startswith("She runs along")  # stored as written
+
+
+@contextmanager
+def keyword_engines(data: Path, config: StoreConfig) -> Iterator[tuple[Engine, MilvusEngine]]:
+    """The folder indexed in both stores, each searching by keyword only."""
+    keyword_only = SearchParams(channels=("keyword",))
+    embedded = Engine(make_settings(data), FakeEmbedder, keyword_only)
+    embedded.load_model()
+    store = store_engine(data, config)
+    store.params = keyword_only
+    try:
+        embedded.reindex()
+        store.reindex()
+        yield embedded, store
     finally:
         embedded.stop()
         store.stop()
+
+
+def test_a_paragraph_weighs_the_words_it_repeats_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    files = {f"log{i:02}.txt": f"Harbour log entry {i}: calm water.\n" for i in range(12)}
+    files["narwhal.txt"] = "A narwhal was seen near the harbour mouth.\n"
+    files["walrus.txt"] = "A walrus was seen near the harbour mouth.\n"
+    data = write_folder(tmp_path / "docs", files)
+    paragraph = (
+        "We study how narwhal herds move along the coast each season and which routes the "
+        "herds take when the sea ice breaks up early in spring, whether narwhal return to "
+        "the same beaches, and how counts of narwhal compare near the walrus grounds."
+    )  # said once each, the two files tie (and walrus.txt comes first)
+    with keyword_engines(data, milvus.config()) as (embedded, store):
+        ours, theirs = embedded.search(paragraph, 5, -1.0), store.search(paragraph, 5, -1.0)
+    assert [h.chunk.path for h in ours.hits][:2] == ["narwhal.txt", "walrus.txt"]
+    assert ours.hits[1].fused < 0.5
+    assert [h.chunk.path for h in theirs.hits] == [h.chunk.path for h in ours.hits]
+    assert [h.fused for h in theirs.hits] == pytest.approx([h.fused for h in ours.hits])
 
 
 Channels = Callable[[str], tuple[dict[str, float], list[tuple[str, float]]]]

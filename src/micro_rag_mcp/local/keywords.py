@@ -34,10 +34,12 @@ def keyword_hits(
 ) -> tuple[list[tuple[int, float]], float]:
     """The best ``limit`` chunks for the terms by BM25, best first, with their scores
     (only chunks of ``files``, if given); and the summed idf of the terms searched
-    (``idf_sum``)."""
-    shares, _ = catalog.shares_among(terms)
-    searched = searched_terms(terms, shares)
-    weight = idf_sum(searched, shares, catalog.id_span())
+    (``idf_sum``, each once). A term given twice weighs twice (``repeated_terms``)."""
+    distinct = list(dict.fromkeys(terms))  # a term given twice is searched twice
+    shares, _ = catalog.shares_among(distinct)
+    chosen = set(searched_terms(distinct, shares))
+    searched = [t for t in terms if t in chosen]
+    weight = idf_sum(list(dict.fromkeys(searched)), shares, catalog.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
         return catalog.keyword_search(or_query(searched), limit, weights, files=files), weight
     hits = catalog.keyword_search(

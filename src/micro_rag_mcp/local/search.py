@@ -34,6 +34,7 @@ from micro_rag_mcp.search.terms import (
     idf_sum,
     names_identifier,
     query_terms,
+    repeated_terms,
     searched_terms,
 )
 from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
@@ -227,6 +228,7 @@ def keyword_evidence(
     # A long CJK query's runs are matched by their pairs, in passages and whole files; as
     # words (a run is one FTS5 token) they only add exact repeats of a clause: noise.
     words = [t for t in terms if not has_cjk(t)] if long_cjk else terms
+    words = repeated_terms(query, words)
     hits: list[tuple[int, float]] = []
     weight = 0.0
     if words:

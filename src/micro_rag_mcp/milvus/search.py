@@ -21,7 +21,7 @@ from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts, whole_fil
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
 from micro_rag_mcp.search.documents import by_documents, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
-from micro_rag_mcp.search.terms import names_identifier, query_terms
+from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
 from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
 from micro_rag_mcp.text.code_text import reads_as_code
 
@@ -55,6 +55,7 @@ def store_search(
     long_cjk = is_long(counts)
     if long_cjk:
         terms = [t for t in terms if not has_cjk(t)]
+    terms = repeated_terms(query, terms)
     chunks = index.count_chunks() if terms or grams else 0
     by_words, by_pairs, keyword_idf = keyword_parts(
         index, stats, terms, grams, params.depth, chunks

@@ -11,10 +11,12 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.keywords import keyword_hits
 from micro_rag_mcp.search.terms import (
     LONG_QUERY_TERMS,
+    MAX_SEARCHED_TERMS,
     MAX_TERM_REPEATS,
     STOPWORDS,
     query_terms,
     repeated_terms,
+    within_budget,
 )
 
 
@@ -109,3 +111,13 @@ def test_a_repeated_term_ranks_the_chunk_that_holds_it_first(tmp_path: Path) -> 
     assert [cid for cid, _ in twice][:2] == [10, 6]  # walrus's chunk first
     assert twice[0][1] == pytest.approx(2 * once[0][1], rel=0.01)
     assert weight == pytest.approx(keyword_hits(catalog, ["narwhal", "walrus"], 5, (1, 1))[1])
+
+
+def test_repeats_stay_within_the_searched_words_budget() -> None:
+    distinct = [f"w{i}" for i in range(MAX_SEARCHED_TERMS - 2)]
+    searched = [t for t in distinct for _ in range(3)]
+    kept = within_budget(searched)
+    assert len(kept) == MAX_SEARCHED_TERMS
+    assert set(kept) == set(distinct)  # every word once, then the first repeats
+    assert kept.count("w0") == 3 and kept.count(distinct[-1]) == 1
+    assert within_budget(["a", "a", "b"]) == ["a", "a", "b"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.search.terms import COMMON_SHARE, idf_sum, searched_terms
+from micro_rag_mcp.search.terms import COMMON_SHARE, idf_sum, searched_terms, within_budget
 
 SAMPLE_PER_RESULT = 10  # an all-common query scores this many rows per result asked
 
@@ -38,7 +38,7 @@ def keyword_hits(
     distinct = list(dict.fromkeys(terms))  # a term given twice is searched twice
     shares, _ = catalog.shares_among(distinct)
     chosen = set(searched_terms(distinct, shares))
-    searched = [t for t in terms if t in chosen]
+    searched = within_budget([t for t in terms if t in chosen])
     weight = idf_sum(list(dict.fromkeys(searched)), shares, catalog.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
         return catalog.keyword_search(or_query(searched), limit, weights, files=files), weight

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
 from micro_rag_mcp.search.documents import document_terms
-from micro_rag_mcp.search.terms import searched_terms
+from micro_rag_mcp.search.terms import searched_terms, within_budget
 from micro_rag_mcp.text.cjk import gram_token, is_gram_token, pair_word
 from micro_rag_mcp.text.stemming import stem_words, words
 
@@ -165,8 +165,10 @@ def keyword_parts(
     # Words and bigrams are chosen apart, as the embedded store searches them (two tables).
     kept = set(searched_terms(list(dict.fromkeys(p for p in phrases if p not in grams)), shares))
     kept |= set(searched_terms(list(dict.fromkeys(grams)), shares))
-    asked = [p for p in phrases if p in kept]
     pairs = set(grams)
+    # The words' repeats within the budget the embedded store keeps (``within_budget``).
+    asked = within_budget([p for p in phrases if p in kept and p not in pairs])
+    asked += [p for p in phrases if p in kept and p in pairs]
     # Searched apart too: a long CJK query's hundreds of pairs would otherwise choose the
     # pool, and a chunk that holds only its one Latin word would not be in it.
     split = ([p for p in asked if p not in pairs], [p for p in asked if p in pairs])

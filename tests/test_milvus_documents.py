@@ -7,7 +7,11 @@ its next pass. Against one real milvus-lite server, started once for the module.
 
 from __future__ import annotations
 
+import math
 import os
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,13 +23,14 @@ from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
-from micro_rag_mcp.milvus.keywords import keyword_parts, whole_file_hits
+from micro_rag_mcp.milvus.keywords import K1, B, keyword_parts
 from micro_rag_mcp.milvus.rows import gram_rows
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.milvus.sync import write_grams
+from micro_rag_mcp.milvus.whole_files import FileSample, FileStats, rescored, whole_file_hits
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.text.cjk import gram_tokens, pair_word, query_gram_counts
-from tests.cjkkit import DESCRIPTION, write_case_folder
+from tests.cjkkit import DESCRIPTION, filler, write_case_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, store_engine
@@ -64,17 +69,39 @@ def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
     return [h.chunk.path for h in engine.search(query, k, -1.0).hits]
 
 
-def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_store(
-    milvus: MilvusServer, cases: Path
-) -> None:
-    (cases / "gdpr.txt").write_text("GDPR rules for the processing of personal data.")
-    embedded = Engine(make_settings(cases), FakeEmbedder)
+@contextmanager
+def both_stores(data: Path, milvus: MilvusServer) -> Iterator[tuple[Engine, MilvusEngine]]:
+    """The embedded store and a Milvus store of ``data``, keyword channel only, indexed."""
+    embedded = Engine(make_settings(data), FakeEmbedder)
     embedded.load_model()
-    store = store_engine(cases, milvus.config())
+    store = store_engine(data, milvus.config())
     embedded.params = store.params = KEYWORD
     try:
         embedded.reindex()
         store.reindex()
+        yield embedded, store
+    finally:
+        embedded.stop()
+        store.stop()
+
+
+@contextmanager
+def keyword_store(data: Path, milvus: MilvusServer) -> Iterator[MilvusEngine]:
+    """A Milvus store of ``data``, keyword channel only, indexed."""
+    store = store_engine(data, milvus.config())
+    store.params = KEYWORD
+    try:
+        store.reindex()
+        yield store
+    finally:
+        store.stop()
+
+
+def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_store(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    (cases / "gdpr.txt").write_text("GDPR rules for the processing of personal data.")
+    with both_stores(cases, milvus) as (embedded, store):
         ours, theirs = paths(embedded, DESCRIPTION), paths(store, DESCRIPTION)
         assert ours[:2] == theirs[:2] == ["whole.txt", "part.txt"]
         assert set(ours) == set(theirs)
@@ -95,9 +122,6 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_first_as_in_the_embedded_
         # with both channels, the whole file keeps its lead on the store too
         store.params = embedded.params = SearchParams()
         assert paths(store, DESCRIPTION, 1) == paths(embedded, DESCRIPTION, 1) == ["whole.txt"]
-    finally:
-        embedded.stop()
-        store.stop()
 
 
 def test_a_file_s_grams_rows_follow_its_text(milvus: MilvusServer, tmp_path: Path) -> None:
@@ -199,25 +223,22 @@ def test_a_file_without_cjk_text_has_no_grams_rows() -> None:
 def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
     milvus: MilvusServer, cases: Path
 ) -> None:
-    store = store_engine(cases, milvus.config())
-    store.params = KEYWORD
-    try:
-        store.reindex()
+    with keyword_store(cases, milvus) as store:
         index = store.index
         version = index.file_rows(["other0.txt"])["other0.txt"].version
         spans = [(DESCRIPTION + "。" + DESCRIPTION, 0, 121)]
         index.insert_grams(gram_rows("other0.txt", version + 1, "", spans))  # a killed write's
         index.seal()
         counts = query_gram_counts(DESCRIPTION)
-        found = whole_file_hits(index, store.keyword_stats, counts, 10, index.count_chunks())
+        found = whole_file_hits(
+            index, store.keyword_stats, store.file_stats, counts, 10, index.count_chunks()
+        )
         assert ("other0.txt", version + 1) in [(p, v) for p, v, _ in found]  # matched, but
         assert "other0.txt" not in paths(store, DESCRIPTION, 10)  # its file is not that version
         assert paths(store, DESCRIPTION, 1) == ["whole.txt"]
         index.insert_grams(gram_rows("other0.txt", version, "", spans))  # as the current one
         index.seal()
         assert "other0.txt" in paths(store, DESCRIPTION, 10)
-    finally:
-        store.stop()
 
 
 def made_before(milvus: MilvusServer, cases: Path) -> StoreConfig:
@@ -298,3 +319,76 @@ def test_a_worker_refused_by_a_store_adds_no_collection_to_it(
         assert not other.index.connect().has_collection(other.index.grams)
     finally:
         other.stop()
+
+
+def test_a_file_longer_than_a_row_is_ranked_whole_as_in_the_embedded_store(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    # long.txt holds the whole description, a half in each of its two grams rows; mid.txt
+    # holds the first half in a short text. Milvus's BM25 ranks each row alone, and
+    # mid.txt's one row beats either half: the store ranked it first. Scored whole, as
+    # the embedded store scores files, long.txt leads.
+    data = tmp_path / "docs"
+    data.mkdir()
+    half = DESCRIPTION[:30] + "。"
+    (data / "long.txt").write_text(
+        filler(1, 6000) + half + filler(2, 6000) + DESCRIPTION[30:] + "。"
+    )
+    (data / "mid.txt").write_text(filler(3, 1000) + half + filler(4, 1000))
+    for n in range(8):
+        (data / f"other{n}.txt").write_text(filler(n * 31, 4400))
+    for path in data.iterdir():
+        os.utime(path, ns=(10**18, 10**18))
+    with both_stores(data, milvus) as (embedded, store):
+        assert len(grams_of(store.index)["long.txt"]) == 2
+        counts = query_gram_counts(DESCRIPTION)
+        rows = store.index.whole_files([pair_word(g) for g in counts], 10)
+        assert rows[0][0] == "mid.txt"  # what Milvus proposes first
+        assert paths(embedded, DESCRIPTION, 2) == ["long.txt", "mid.txt"]
+        assert paths(store, DESCRIPTION) == paths(embedded, DESCRIPTION)
+        found = whole_file_hits(
+            store.index,
+            store.keyword_stats,
+            store.file_stats,
+            counts,
+            10,
+            store.index.count_chunks(),
+        )
+        assert [p for p, _, _ in found[:2]] == ["long.txt", "mid.txt"]
+        # the sample held every file: the scores are FTS5's over files_cjk exactly
+        sample = store.file_stats.sample(store.index, store.index.count_chunks())
+        assert sample.whole and sample.files == 10
+
+
+def test_a_pair_s_count_of_files_is_the_sample_s_estimate_or_the_files_read_back() -> None:
+    a, b, c = (pair_word(g) for g in ("上海", "北京", "广州"))
+    # a tenth of the files sampled: 50 of them with CJK text, two holding a, none b or c
+    sample = FileSample(0, 0.1, 50, Counter({a: 2}), 100.0)
+    assert sample.files == 500 and sample.holding(a) == 20
+    texts = {("x.txt", 1): [a, b] + [c] * 98, ("y.txt", 1): [b] * 100, ("z.txt", 1): [c] * 50}
+    found = rescored([a, b], texts, list(texts), sample)
+    # b is in two of the files read back, so counted in two though the sample saw none:
+    # x holds a (20 files of 500) and b once, y holds b a hundred times
+    idf_a, idf_b = (math.log((500 - n + 0.5) / (n + 0.5)) for n in (20, 2))
+    norm = K1 * (1 - B + B * 100 / 100.0)
+    x = idf_a * (K1 + 1) / (1 + norm) + idf_b * (K1 + 1) / (1 + norm)
+    y = idf_b * 100 * (K1 + 1) / (100 + norm)
+    assert found == [("y.txt", 1, pytest.approx(y)), ("x.txt", 1, pytest.approx(x))]
+    assert ("z.txt", 1) not in [(p, v) for p, v, _ in found]  # holds neither: no score
+
+
+def test_past_its_budget_a_sample_takes_the_files_of_some_buckets_and_ranks_alike(
+    milvus: MilvusServer, cases: Path
+) -> None:
+    with keyword_store(cases, milvus) as store:
+        chunks = store.index.count_chunks()
+        whole = store.file_stats.sample(store.index, chunks)
+        assert whole.whole and whole.files == 10
+        # a budget of one pair: the first range of buckets (about a fifth of the files)
+        # holds it, and no more is read
+        store.file_stats = FileStats(sample_pairs=1, first_files=2)
+        part = store.file_stats.sample(store.index, chunks)
+        assert 0 < part.share < 1 and 0 < part.sampled < 10
+        # the files read back count what the sample missed: the whole file still leads
+        assert paths(store, DESCRIPTION, 2) == ["whole.txt", "part.txt"]
+        assert store.file_stats.sample(store.index, chunks) is part  # kept while unchanged

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.milvus.collections import MilvusCollections
+from micro_rag_mcp.milvus.requests import GRAMS_BATCH, INSERT_BATCH, batched, scan, sized
 from micro_rag_mcp.milvus.rows import (
     BUCKETS,
     CHUNK_FIELDS,
@@ -64,41 +65,6 @@ FILES_LAYOUT = "shard-key-range-1;grams-1"
 # collection (its next pass writes the rows). Once recorded, an older release is refused,
 # as it would write files without their grams rows.
 OLDER_FILES_LAYOUTS = frozenset({"shard-key-range-1"})
-INSERT_BATCH = 1024  # rows per insert or upsert request, at most
-INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
-QUERY_BATCH = 500  # ids or paths per "in [...]" filter
-GRAMS_BATCH = 128  # grams rows per insert (each up to 64 KB: gRPC caps a message)
-
-T = TypeVar("T")
-
-
-def _batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
-
-
-def _sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
-    """``rows`` in requests of at most ``INSERT_BATCH`` rows and about ``INSERT_BYTES``."""
-    start, size = 0, 0
-    for i, row in enumerate(rows):
-        size += len(row["text"]) + len(row["keywords"]) + 4 * len(row["dense"])
-        if i + 1 - start >= INSERT_BATCH or size >= INSERT_BYTES:
-            yield rows[start : i + 1]
-            start, size = i + 1, 0
-    if start < len(rows):
-        yield rows[start:]
-
-
-def _scan(c: Any, collection: str, where: str, fields: Sequence[str]) -> list[dict[str, Any]]:
-    """Every row that matches ``where``, however many (a query returns at most 16,384)."""
-    rows: list[dict[str, Any]] = []
-    it = c.query_iterator(collection, batch_size=1000, filter=where, output_fields=list(fields))
-    try:
-        while batch := it.next():
-            rows.extend(batch)
-    finally:
-        it.close()
-    return rows
 
 
 class MilvusIndex(MilvusCollections):
@@ -121,13 +87,13 @@ class MilvusIndex(MilvusCollections):
             conditions.append(f"shard_key >= {low} and shard_key < {high}")
         where = " and ".join(conditions) or 'path != ""'
 
-        rows = self._call(lambda c: _scan(c, self.files_name, where, FILE_FIELDS))
+        rows = self._call(lambda c: scan(c, self.files_name, where, FILE_FIELDS))
         return {r["path"]: file_row(r) for r in rows}
 
     def file_rows(self, paths: Iterable[str]) -> dict[str, FileRow]:
         wanted = sorted(set(paths))
         rows: dict[str, FileRow] = {}
-        for batch in _batched(wanted):
+        for batch in batched(wanted):
             found = self._call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
                     self.files_name, filter=in_filter("path", b), output_fields=FILE_FIELDS
@@ -164,7 +130,7 @@ class MilvusIndex(MilvusCollections):
             }
             for f in files
         ]
-        for batch in _batched(rows, INSERT_BATCH):
+        for batch in batched(rows, INSERT_BATCH):
             self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
 
     def seal(self) -> None:
@@ -188,7 +154,7 @@ class MilvusIndex(MilvusCollections):
 
     def drop_files(self, paths: Sequence[str]) -> None:
         """Remove files' rows, one request per ``QUERY_BATCH`` of them."""
-        for batch in _batched(paths):
+        for batch in batched(paths):
             self._call(lambda c, b=batch: c.delete(self.files_name, filter=in_filter("path", b)))  # type: ignore[misc]
 
     def count_files(self) -> tuple[int, int]:
@@ -215,7 +181,7 @@ class MilvusIndex(MilvusCollections):
     def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Store chunk rows (``chunk_rows``), up to ``INSERT_BATCH`` per request; their new ids."""
         ids: list[int] = []
-        for batch in _sized(rows):
+        for batch in sized(rows):
             done = self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
             ids.extend(int(i) for i in done["ids"])
         return ids
@@ -226,7 +192,7 @@ class MilvusIndex(MilvusCollections):
 
         One request per ``QUERY_BATCH`` files: a delete by filter makes milvus-lite read
         every row of the collection, whatever the filter."""
-        for batch in _batched(paths):
+        for batch in batched(paths):
             new = [p for p, v in batch if v == 0]
             kept = [(p, v) for p, v in batch if v != 0]
             parts = [in_filter("path", new)] if new else []
@@ -239,7 +205,7 @@ class MilvusIndex(MilvusCollections):
 
     def delete_grams(self, paths: Sequence[str]) -> None:
         """Delete the grams rows of files (before they are written again)."""
-        for batch in _batched(paths):
+        for batch in batched(paths):
             where = in_filter("path", batch)
             self._call(lambda c, w=where: c.delete(self.grams, filter=w))  # type: ignore[misc]
 
@@ -257,7 +223,7 @@ class MilvusIndex(MilvusCollections):
 
     def insert_grams(self, rows: Sequence[dict[str, Any]]) -> None:
         """Store grams rows (``rows.gram_rows``), a few per request (each up to 64 KB)."""
-        for batch in _batched(rows, GRAMS_BATCH):
+        for batch in batched(rows, GRAMS_BATCH):
             self._call(lambda c, b=batch: c.insert(self.grams, list(b)), retry=False)  # type: ignore[misc]
 
     def cjk_paths(self) -> set[str]:
@@ -266,7 +232,7 @@ class MilvusIndex(MilvusCollections):
         collection (86 s at 70,792 Chinese chunks on milvus-lite; a scan per 200 paths
         took longer in all)."""
         where = 'keywords like "%cjk0%"'
-        rows = self._call(lambda c: _scan(c, self.chunks, where, ["path"]))
+        rows = self._call(lambda c: scan(c, self.chunks, where, ["path"]))
         return {str(r["path"]) for r in rows}
 
     def versions_of(self, path: str, *, grams: bool = False) -> set[int]:
@@ -329,6 +295,29 @@ class MilvusIndex(MilvusCollections):
         )
         return list(found[0])
 
+    def grams_of(self, paths: Iterable[str]) -> dict[tuple[str, int], list[str]]:
+        """The pair words of each (path, version) the grams collection holds for
+        ``paths``, every row's in one list: a file's whole text, however many rows."""
+        out: dict[tuple[str, int], list[str]] = {}
+        fields = ["path", "version", "pairs"]
+        for batch in batched(sorted(set(paths)), GRAMS_BATCH):
+            where = in_filter("path", batch)
+            for r in self._call(lambda c, w=where: scan(c, self.grams, w, fields, GRAMS_BATCH)):  # type: ignore[misc]
+                key = (str(r["path"]), int(r["version"]))
+                out.setdefault(key, []).extend(str(r["pairs"]).split())
+        return out
+
+    def sample_heads(self, start: int, end: int) -> dict[str, int]:
+        """The files whose first chunk is in buckets ``start`` to ``end`` (of ``BUCKETS``),
+        each with its newest version: a sample of whole files, spread over the folder as
+        ``sample_keywords``'s chunks are."""
+        where = f"chunk_index == 0 and bucket >= {int(start)} and bucket < {int(end)}"
+        heads: dict[str, int] = {}
+        for r in self._call(lambda c: scan(c, self.chunks, where, ["path", "version"])):
+            path, version = str(r["path"]), int(r["version"])
+            heads[path] = max(version, heads.get(path, version))
+        return heads
+
     def sample_keywords(self, buckets: int, limit: int) -> list[str]:
         """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at
         most ``limit`` of them): a sample of the whole collection, spread over every
@@ -347,7 +336,7 @@ class MilvusIndex(MilvusCollections):
 
     def _field_of(self, ids: Sequence[int], field: str) -> dict[int, Any]:
         out: dict[int, Any] = {}
-        for batch in _batched(list(ids)):
+        for batch in batched(list(ids)):
             rows = self._call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
                     self.chunks, filter=in_filter("id", b), output_fields=["id", field]
@@ -358,7 +347,7 @@ class MilvusIndex(MilvusCollections):
 
     def chunk_rows(self, ids: Sequence[int]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        for batch in _batched(list(ids)):
+        for batch in batched(list(ids)):
             rows.extend(
                 self._call(
                     lambda c, b=batch: c.query(  # type: ignore[misc]
@@ -374,9 +363,9 @@ class MilvusIndex(MilvusCollections):
         fields = ["path", "version", "chunk_index", "text", "char_start", "char_end"]
 
         out: dict[str, list[dict[str, Any]]] = {}
-        for batch in _batched(list(paths)):
+        for batch in batched(list(paths)):
             where = in_filter("path", batch)
-            for r in self._call(lambda c, w=where: _scan(c, self.chunks, w, fields)):  # type: ignore[misc]
+            for r in self._call(lambda c, w=where: scan(c, self.chunks, w, fields)):  # type: ignore[misc]
                 out.setdefault(str(r["path"]), []).append(r)
         return out
 

@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
-from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.terms import searched_terms, within_budget
-from micro_rag_mcp.text.cjk import gram_token, is_gram_token, pair_word
+from micro_rag_mcp.text.cjk import is_gram_token
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -62,11 +62,7 @@ class Sample:
         return self.rows >= self.chunks
 
     def outdated(self, chunks: int) -> bool:
-        if chunks == self.chunks:
-            return False
-        if self.whole or chunks <= self.limit:
-            return True
-        return abs(chunks - self.chunks) > self.chunks * RESAMPLE_SHARE
+        return outdated(self.chunks, chunks, whole=self.whole, limit=self.limit)
 
     def share(self, word: str) -> float:
         """About what share of the collection's chunks hold the word; for a CJK bigram,
@@ -81,24 +77,49 @@ class Sample:
         return round(chunks * self.cjk_rows / self.rows) if self.rows else 0
 
 
-class KeywordStats:
+def outdated(taken: int, chunks: int, *, whole: bool, limit: int = SAMPLE_ROWS) -> bool:
+    """Whether a sample taken at ``taken`` chunks is to be taken again at ``chunks``: a
+    whole one (or one of a small collection) at every change of the count, a part once
+    the collection has grown or shrunk by ``RESAMPLE_SHARE``."""
+    if chunks == taken:
+        return False
+    if whole or chunks <= limit:
+        return True
+    return abs(chunks - taken) > taken * RESAMPLE_SHARE
+
+
+class Outdating(Protocol):
+    def outdated(self, chunks: int) -> bool: ...
+
+
+S = TypeVar("S", bound=Outdating)
+
+
+class Kept(Generic[S]):
     """One collection's sample, kept between searches and taken again as it changes."""
 
-    def __init__(self, sample_rows: int = SAMPLE_ROWS) -> None:
-        self.sample_rows = sample_rows  # the most chunks a sample takes
+    def __init__(self, take: Callable[[MilvusIndex, int], S]) -> None:
+        self._take = take  # the sample of a collection of so many chunks
         self._lock = threading.Lock()
-        self._kept: Sample | None = None
+        self._kept: S | None = None
 
     def forget(self) -> None:
         """Take the sample again at the next search (this process changed the store)."""
         with self._lock:
             self._kept = None
 
-    def sample(self, index: MilvusIndex, chunks: int) -> Sample:
+    def sample(self, index: MilvusIndex, chunks: int) -> S:
         with self._lock:
             if self._kept is None or self._kept.outdated(chunks):
-                self._kept = _taken(index, chunks, self.sample_rows)
+                self._kept = self._take(index, chunks)
             return self._kept
+
+
+class KeywordStats(Kept[Sample]):
+    """The chunks' word counts: ``sample_rows`` chunks at most."""
+
+    def __init__(self, sample_rows: int = SAMPLE_ROWS) -> None:
+        super().__init__(lambda index, chunks: _taken(index, chunks, sample_rows))
 
 
 def _taken(index: MilvusIndex, chunks: int, limit: int) -> Sample:
@@ -197,22 +218,7 @@ def merged(first: Sequence[ChunkHit], second: Sequence[ChunkHit]) -> list[ChunkH
     return sorted(hits.values(), key=lambda h: (-h.score, h.id))
 
 
-def whole_file_hits(
-    index: MilvusIndex, stats: KeywordStats, counts: Mapping[str, int], limit: int, chunks: int
-) -> list[tuple[str, int, float]]:
-    """The grams rows that best match a long CJK query's pairs (``counts``, see
-    ``documents.document_terms``: their shares are the sampled passages'), by Milvus's
-    own BM25 over each row (the rows are too long to score again here): (path, version,
-    score), ``POOL`` times ``limit`` of them."""
-    if not counts or chunks == 0:
-        return []
-    sample = stats.sample(index, chunks)
-    shares = {g: sample.share(gram_token(g)) for g in counts}
-    words = [pair_word(g) for g in document_terms(counts, shares)]
-    return index.whole_files(words, POOL * limit)
-
-
-def fts5_idf(chunks: int, having: float) -> float:
+def fts5_idf(chunks: float, having: float) -> float:
     """FTS5's idf of a word found in ``having`` of ``chunks`` chunks."""
     value = math.log((chunks - having + 0.5) / (having + 0.5))
     return value if value > 0.0 else IDF_FLOOR

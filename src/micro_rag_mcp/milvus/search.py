@@ -17,8 +17,9 @@ from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts, whole_file_hits
+from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
+from micro_rag_mcp.milvus.whole_files import FileStats, whole_file_hits
 from micro_rag_mcp.search.documents import by_documents, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 def store_search(
     index: MilvusIndex,
     stats: KeywordStats,
+    files_stats: FileStats,
     query: str,
     query_vector: npt.NDArray[np.float32] | None,
     *,
@@ -62,7 +64,7 @@ def store_search(
     )
     documents: list[tuple[str, int, float]] = []
     if long_cjk and index.grams_whole():  # a store made before: once its shares wrote them
-        documents = whole_file_hits(index, stats, counts, params.depth, chunks)
+        documents = whole_file_hits(index, stats, files_stats, counts, params.depth, chunks)
     keyword = [*by_words, *by_pairs]
     paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
     files = index.file_rows(paths)

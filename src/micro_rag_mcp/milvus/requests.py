@@ -1,0 +1,46 @@
+"""How the Milvus store's requests are cut to fit Milvus's limits: rows per insert, bytes
+per gRPC message, values per ``in [...]`` filter, and rows per query."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
+
+INSERT_BATCH = 1024  # rows per insert or upsert request, at most
+INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
+QUERY_BATCH = 500  # ids or paths per "in [...]" filter
+GRAMS_BATCH = 128  # grams rows per insert (each up to 64 KB: gRPC caps a message)
+
+T = TypeVar("T")
+
+
+def batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
+    """``rows`` in requests of at most ``INSERT_BATCH`` rows and about ``INSERT_BYTES``."""
+    start, size = 0, 0
+    for i, row in enumerate(rows):
+        size += len(row["text"]) + len(row["keywords"]) + 4 * len(row["dense"])
+        if i + 1 - start >= INSERT_BATCH or size >= INSERT_BYTES:
+            yield rows[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(rows):
+        yield rows[start:]
+
+
+def scan(
+    c: Any, collection: str, where: str, fields: Sequence[str], size: int = 1000
+) -> list[dict[str, Any]]:
+    """Every row that matches ``where``, however many (a query returns at most 16,384),
+    ``size`` rows a request."""
+    rows: list[dict[str, Any]] = []
+    it = c.query_iterator(collection, batch_size=size, filter=where, output_fields=list(fields))
+    try:
+        while batch := it.next():
+            rows.extend(batch)
+    finally:
+        it.close()
+    return rows

@@ -23,15 +23,16 @@ from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import keyword_candidates
+from micro_rag_mcp.local.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
+from micro_rag_mcp.milvus.keywords import keyword_evidence as milvus_keyword_evidence
 from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.terms import query_terms
+from micro_rag_mcp.search.terms import query_terms, repeated_terms
 from micro_rag_mcp.serve.main import build_parser, settings_from_args
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -247,12 +248,24 @@ def test_a_paragraph_weighs_the_words_it_repeats_as_in_the_embedded_store(
 
 
 Channels = Callable[[str], tuple[dict[str, float], list[tuple[str, float]]]]
+Weights = Callable[[str], tuple[float, float]]
 
 
 @contextmanager
 def keyword_channels(data: Path, config: StoreConfig, stats: KeywordStats) -> Iterator[Channels]:
     """The folder indexed in both stores; yields a function asking each keyword channel
     directly: the embedded store's scores by path, and the store's (path, score) in order."""
+    with keyword_evidence_of(data, config, stats) as (both, _):
+        yield both
+
+
+@contextmanager
+def keyword_evidence_of(
+    data: Path, config: StoreConfig, stats: KeywordStats
+) -> Iterator[tuple[Channels, Weights]]:
+    """``keyword_channels``, and a function giving what a query weighs on each store (the
+    summed idf ``no_good_match`` measures the best score against): the embedded store's,
+    then the store's."""
     params = SearchParams(channels=("keyword",))
     embedded = Engine(make_settings(data), FakeEmbedder, params)
     embedded.load_model()
@@ -270,7 +283,13 @@ def keyword_channels(data: Path, config: StoreConfig, stats: KeywordStats) -> It
                 hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
                 return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
 
-            yield both
+            def weights(query: str) -> tuple[float, float]:
+                _, _, ours = keyword_evidence(catalog, query, params)
+                terms = repeated_terms(query, query_terms(query))
+                _, theirs = milvus_keyword_evidence(index, stats, terms, [], params.depth)
+                return ours, theirs
+
+            yield both, weights
     finally:
         embedded.stop()
         store.stop()
@@ -297,6 +316,27 @@ def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_commo
             expected, got = both(query)
             assert len(expected) >= 6, query
             assert dict(got) == pytest.approx(expected, rel=1e-6), query
+
+
+def test_a_query_weighs_the_same_on_both_stores_even_with_two_words_of_one_stem(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    # "connect" and "connection" are one stem: two terms on both stores, each weighing it
+    files = {
+        f"f{i:02}.txt": " ".join(
+            ["Quarterly report."]
+            + (["Connect the wafers, then test the connection."] if i % 4 == 0 else [])
+            + (["The Intel foundry lost money."] if i % 5 == 0 else [])
+        )
+        for i in range(30)
+    }
+    data = write_folder(tmp_path / "docs", files)
+    with keyword_evidence_of(data, milvus.config(), KeywordStats()) as (_, weights):
+        for query in ("connect connection intel", "intel wafers", "report", "connect"):
+            ours, theirs = weights(query)
+            assert theirs == pytest.approx(ours, rel=1e-6), query
+        ours, _ = weights("connect connection intel")
+        assert ours > weights("connect intel")[0]  # the stem weighs twice on both
 
 
 def test_a_servers_own_reindex_counts_words_again_at_the_same_chunk_count(

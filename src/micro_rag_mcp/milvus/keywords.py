@@ -206,7 +206,12 @@ def keyword_parts(
         scored = [(h, bm25(part, idf, kept, sample.mean)) for h, kept in found]
         scored = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0].id))
         parts.append([ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]])
-    return parts[0], parts[1], sum(idf[p] for p in dict.fromkeys(asked) if idf[p] > IDF_FLOOR)
+    # What the query weighs, as the embedded store sums it: each distinct term once (two
+    # words of one stem are two terms there, each weighing its stem's idf), each pair once.
+    weighed = [p for t in dict.fromkeys(terms) for p in stem_words(words(t))]
+    weighed += list(dict.fromkeys(grams))
+    weight = sum(idf[p] for p in weighed if idf.get(p, 0.0) > IDF_FLOOR)
+    return parts[0], parts[1], weight
 
 
 def merged(first: Sequence[ChunkHit], second: Sequence[ChunkHit]) -> list[ChunkHit]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,14 +20,17 @@ import pytest
 from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
 from micro_rag_mcp.milvus.keywords import K1, B, keyword_parts
-from micro_rag_mcp.milvus.rows import gram_rows
+from micro_rag_mcp.milvus.rows import BUCKETS, gram_rows
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.milvus.sync import write_grams
 from micro_rag_mcp.milvus.whole_files import FileSample, FileStats, rescored, whole_file_hits
+from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.text.cjk import gram_tokens, pair_word, query_gram_counts
 from tests.cjkkit import DESCRIPTION, filler, write_case_folder
@@ -233,8 +236,11 @@ def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
         found = whole_file_hits(
             index, store.keyword_stats, store.file_stats, counts, 10, index.count_chunks()
         )
-        assert ("other0.txt", version + 1) in [(p, v) for p, v, _ in found]  # matched, but
-        assert "other0.txt" not in paths(store, DESCRIPTION, 10)  # its file is not that version
+        # Milvus matches the rows, but its file is not that version: not scored, not found
+        matched = store.index.whole_files([pair_word(g) for g in counts], 30)
+        assert ("other0.txt", version + 1) in [(p, v) for p, v, _ in matched]
+        assert "other0.txt" not in [p for p, _, _ in found]
+        assert "other0.txt" not in paths(store, DESCRIPTION, 10)
         assert paths(store, DESCRIPTION, 1) == ["whole.txt"]
         index.insert_grams(gram_rows("other0.txt", version, "", spans))  # as the current one
         index.seal()
@@ -357,7 +363,18 @@ def test_a_file_longer_than_a_row_is_ranked_whole_as_in_the_embedded_store(
         assert [p for p, _, _ in found[:2]] == ["long.txt", "mid.txt"]
         # the sample held every file: the scores are FTS5's over files_cjk exactly
         sample = store.file_stats.sample(store.index, store.index.count_chunks())
-        assert sample.whole and sample.files == 10
+        assert sample.share == 1 and sample.files == 10
+        assert {p: s for p, _, s in found} == pytest.approx(files_cjk_scores(data, counts))
+
+
+def files_cjk_scores(data: Path, counts: Mapping[str, int]) -> dict[str, float]:
+    """The embedded store's whole-file scores of a long CJK query, by path."""
+    with closing(Catalog.open_reader(data / "index" / "catalog.sqlite3")) as catalog:
+        shares, _ = catalog.shares_among(list(counts), table="chunks_cjk")
+        found = catalog.cjk_file_search(or_query(document_terms(counts, shares)), 100)
+        first = catalog.first_chunks([fid for fid, _ in found])
+        chunks = catalog.fetch(list(first.values()))
+        return {chunks[first[fid]].path: score for fid, score in found}
 
 
 def test_a_pair_s_count_of_files_is_the_sample_s_estimate_or_the_files_read_back() -> None:
@@ -365,7 +382,11 @@ def test_a_pair_s_count_of_files_is_the_sample_s_estimate_or_the_files_read_back
     # a tenth of the files sampled: 50 of them with CJK text, two holding a, none b or c
     sample = FileSample(0, 0.1, 50, Counter({a: 2}), 100.0)
     assert sample.files == 500 and sample.holding(a) == 20
-    texts = {("x.txt", 1): [a, b] + [c] * 98, ("y.txt", 1): [b] * 100, ("z.txt", 1): [c] * 50}
+    texts = {
+        ("x.txt", 1): (100, Counter({a: 1, b: 1, c: 98})),
+        ("y.txt", 1): (100, Counter({b: 100})),
+        ("z.txt", 1): (50, Counter({c: 50})),
+    }
     found = rescored([a, b], texts, list(texts), sample)
     # b is in two of the files read back, so counted in two though the sample saw none:
     # x holds a (20 files of 500) and b once, y holds b a hundred times
@@ -383,12 +404,17 @@ def test_past_its_budget_a_sample_takes_the_files_of_some_buckets_and_ranks_alik
     with keyword_store(cases, milvus) as store:
         chunks = store.index.count_chunks()
         whole = store.file_stats.sample(store.index, chunks)
-        assert whole.whole and whole.files == 10
-        # a budget of one pair: the first range of buckets (about a fifth of the files)
-        # holds it, and no more is read
+        assert whole.share == 1 and whole.files == 10
+        # a budget of one pair: the first range of buckets (a fifth) holds it, and no more
+        # is read; a budget of twice the files' pairs: a fifth, then at most four times
+        # as many buckets again, then the rest
         store.file_stats = FileStats(sample_pairs=1, first_files=2)
         part = store.file_stats.sample(store.index, chunks)
-        assert 0 < part.share < 1 and 0 < part.sampled < 10
+        assert part.share == (BUCKETS * 2 // 10) / BUCKETS and 0 < part.sampled < 10
+        assert part.files == part.sampled / part.share
+        more = FileStats(sample_pairs=2 * 10 * int(whole.mean), first_files=2)
+        assert more.sample(store.index, chunks).share == 1
+        assert more.sample(store.index, chunks).having == whole.having
         # the files read back count what the sample missed: the whole file still leads
         assert paths(store, DESCRIPTION, 2) == ["whole.txt", "part.txt"]
         assert store.file_stats.sample(store.index, chunks) is part  # kept while unchanged

@@ -29,11 +29,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.milvus.collections import MilvusCollections
-from micro_rag_mcp.milvus.requests import GRAMS_BATCH, INSERT_BATCH, batched, scan, sized
+from micro_rag_mcp.milvus.requests import (
+    GRAMS_BATCH,
+    INSERT_BATCH,
+    batched,
+    ids_by,
+    scan,
+    sized,
+)
 from micro_rag_mcp.milvus.rows import (
     BUCKETS,
     CHUNK_FIELDS,
@@ -55,6 +62,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 logger = logging.getLogger(__name__)
+
+GramsRow = tuple[str, int, list[str]]  # a grams row: path, version, its pair words
 
 # Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
 KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
@@ -295,17 +304,31 @@ class MilvusIndex(MilvusCollections):
         )
         return list(found[0])
 
-    def grams_of(self, paths: Iterable[str]) -> dict[tuple[str, int], list[str]]:
-        """The pair words of each (path, version) the grams collection holds for
-        ``paths``, every row's in one list: a file's whole text, however many rows."""
-        out: dict[tuple[str, int], list[str]] = {}
-        fields = ["path", "version", "pairs"]
+    def grams_rows(self, paths: Iterable[str]) -> Iterator[GramsRow]:
+        """The grams rows of ``paths`` (path, version, pair words), each file's together,
+        read ``GRAMS_BATCH`` rows a request: a long file's rows are never all held at once.
+        (Plain queries: milvus-lite's query iterator took three times as long.)"""
         for batch in batched(sorted(set(paths)), GRAMS_BATCH):
             where = in_filter("path", batch)
-            for r in self._call(lambda c, w=where: scan(c, self.grams, w, fields, GRAMS_BATCH)):  # type: ignore[misc]
-                key = (str(r["path"]), int(r["version"]))
-                out.setdefault(key, []).extend(str(r["pairs"]).split())
-        return out
+            ids = self._call(lambda c, w=where: ids_by(c, self.grams, w, "path"))  # type: ignore[misc]
+            for part in batched(ids, GRAMS_BATCH):
+                by_id = in_filter("id", part)
+                rows = self._call(
+                    lambda c, w=by_id: c.query(  # type: ignore[misc]
+                        self.grams, filter=w, output_fields=["path", "version", "pairs"]
+                    )
+                )
+                for r in sorted(rows, key=lambda r: (str(r["path"]), r["id"])):
+                    yield str(r["path"]), int(r["version"]), str(r["pairs"]).split()
+
+    def count_grams(self) -> int:
+        """Rows in the grams collection (a file's one or more)."""
+        return self._count(self.grams, "")
+
+    def grams_paths(self) -> set[str]:
+        """The paths of every grams row: one scan of the collection."""
+        rows = self._call(lambda c: scan(c, self.grams, 'path != ""', ["path"]))
+        return {str(r["path"]) for r in rows}
 
     def sample_heads(self, start: int, end: int) -> dict[str, int]:
         """The files whose first chunk is in buckets ``start`` to ``end`` (of ``BUCKETS``),

@@ -206,8 +206,10 @@ def keyword_parts(
         scored = [(h, bm25(part, idf, kept, sample.mean)) for h, kept in found]
         scored = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0].id))
         parts.append([ChunkHit(h.id, score, h.path, h.version) for h, score in scored[:limit]])
-    # What the query weighs, as the embedded store sums it: each distinct term once (two
-    # words of one stem are two terms there, each weighing its stem's idf), each pair once.
+    # What the query weighs, about as the embedded store sums it: each distinct term once
+    # (two words of one stem are two terms there, each weighing its stem's idf), each pair
+    # once. A term of several words (``max_length``) is one FTS5 phrase there, with its
+    # own idf; here its words' idf are summed.
     weighed = [p for t in dict.fromkeys(terms) for p in stem_words(words(t))]
     weighed += list(dict.fromkeys(grams))
     weight = sum(idf[p] for p in weighed if idf.get(p, 0.0) > IDF_FLOOR)
@@ -233,6 +235,17 @@ def bm25(
     phrases: Sequence[str], idf: Mapping[str, float], chunk: Sequence[str], mean: float
 ) -> float:
     """FTS5's bm25() of a chunk (its keyword words) for the phrases, made positive."""
-    counts = Counter(chunk)
-    norm = K1 * (1.0 - B + B * len(chunk) / mean)
-    return sum(idf[p] * counts[p] * (K1 + 1.0) / (counts[p] + norm) for p in phrases if counts[p])
+    return counted_bm25(phrases, idf, Counter(chunk), len(chunk), mean)
+
+
+def counted_bm25(
+    phrases: Sequence[str],
+    idf: Mapping[str, float],
+    counts: Mapping[str, int],
+    length: int,
+    mean: float,
+) -> float:
+    """``bm25`` of a text of ``length`` words that holds each phrase ``counts`` times."""
+    norm = K1 * (1.0 - B + B * length / mean)
+    found = [(p, counts.get(p, 0)) for p in phrases]
+    return sum(idf[p] * n * (K1 + 1.0) / (n + norm) for p, n in found if n)

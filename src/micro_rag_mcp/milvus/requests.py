@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
-GRAMS_BATCH = 128  # grams rows per insert (each up to 64 KB: gRPC caps a message)
+GRAMS_BATCH = 128  # grams rows per insert or read (each up to 64 KB: gRPC caps a message)
+QUERY_LIMIT = 16_384  # the most rows one query returns
 
 T = TypeVar("T")
 
@@ -36,11 +37,24 @@ def scan(
 ) -> list[dict[str, Any]]:
     """Every row that matches ``where``, however many (a query returns at most 16,384),
     ``size`` rows a request."""
-    rows: list[dict[str, Any]] = []
+    return list(pages(c, collection, where, fields, size))
+
+
+def pages(
+    c: Any, collection: str, where: str, fields: Sequence[str], size: int
+) -> Iterator[dict[str, Any]]:
+    """``scan``'s rows as they come, ``size`` a request: only one request's are held."""
     it = c.query_iterator(collection, batch_size=size, filter=where, output_fields=list(fields))
     try:
-        while batch := it.next():
-            rows.extend(batch)
+        while page := it.next():
+            yield from page
     finally:
         it.close()
-    return rows
+
+
+def ids_by(c: Any, collection: str, where: str, key: str) -> list[int]:
+    """The ids of the rows that match ``where``, in the order of their ``key`` field."""
+    rows = c.query(collection, filter=where, output_fields=[key], limit=QUERY_LIMIT)
+    if len(rows) >= QUERY_LIMIT:  # more than a query returns: every one
+        rows = scan(c, collection, where, [key])
+    return [int(r["id"]) for r in sorted(rows, key=lambda r: (r[key], r["id"]))]

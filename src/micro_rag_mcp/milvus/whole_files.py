@@ -14,27 +14,37 @@ FTS5's formula over their whole text. How many files hold each pair, how many fi
 CJK text and their mean length come from a sample of whole files (``FileSample``: the
 files whose first chunk falls in a range of hash buckets, widened until they hold
 ``SAMPLE_PAIRS`` pairs), or from the files read back when more of them hold a pair. A
-folder whose CJK files hold fewer pairs is sampled whole, and its scores are the embedded
-store's exactly. LeCaRD dev, keyword channel: 0.6092 before, 0.6139 with a sample of a
-fifth of its cases (11 s to take, once; kept until the store's chunks change by a 32nd),
-0.6155 with exact counts, 0.6175 embedded (docs/benchmarks.md).
+folder whose grams rows hold fewer pairs is sampled whole, and its scores are the
+embedded store's exactly. LeCaRD dev, keyword channel: 0.6092 before, about 0.614 with a
+sample of a fifth of its cases (taken once, in 11 to 20 s, and kept until the store's
+chunks change by a 32nd), 0.6155 with exact counts, 0.6175 embedded (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import groupby
 
 from micro_rag_mcp.milvus.index import MilvusIndex
-from micro_rag_mcp.milvus.keywords import POOL, Kept, KeywordStats, bm25, fts5_idf, outdated
-from micro_rag_mcp.milvus.rows import BUCKETS
+from micro_rag_mcp.milvus.keywords import (
+    POOL,
+    Kept,
+    KeywordStats,
+    counted_bm25,
+    fts5_idf,
+    outdated,
+)
+from micro_rag_mcp.milvus.rows import BUCKETS, MAX_TEXT_BYTES
 from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.text.cjk import gram_token, pair_word
 
 SAMPLE_PAIRS = 8_000_000  # a sample takes files until they hold this many pairs
 FIRST_FILES = 256  # about how many files the first range of buckets holds
+ROW_PAIRS = MAX_TEXT_BYTES // 10  # about the most pairs a grams row holds (``gram_rows``)
 RESCORED = 100  # files Milvus proposes that are scored again whole
+SMALL_CHUNKS = 1024  # a sample of a store this small is taken again at any change
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,20 +59,18 @@ class FileSample:
     mean: float  # pairs per sampled file
 
     @property
-    def whole(self) -> bool:
-        return self.share >= 1.0
-
-    @property
     def files(self) -> float:
         """About how many files of the collection have CJK text."""
         return self.sampled / self.share
 
-    def outdated(self, chunks: int) -> bool:
-        return outdated(self.chunks, chunks, whole=self.whole)
-
     def holding(self, word: str) -> float:
         """About how many files of the collection hold a pair word."""
         return self.having[word] / self.share
+
+    def outdated(self, chunks: int) -> bool:
+        # Taken again once the store has changed by a 32nd, even when whole: new files
+        # are counted among those read back, and a whole sample may take seconds to read.
+        return outdated(self.chunks, chunks, whole=False, limit=SMALL_CHUNKS)
 
 
 class FileStats(Kept[FileSample]):
@@ -73,31 +81,62 @@ class FileStats(Kept[FileSample]):
         super().__init__(lambda index, chunks: _taken(index, chunks, sample_pairs, first_files))
 
 
+@dataclass
+class _Tally:
+    """What the sampled files hold, added up a request at a time."""
+
+    sampled: int = 0
+    length: int = 0
+    having: Counter[str] = field(default_factory=Counter)
+
+    def add(self, index: MilvusIndex, versions: Mapping[str, int]) -> None:
+        """Count the files of ``versions`` (path -> the version to count, else the newest
+        one with grams rows: a write under way has its chunks before its rows)."""
+        for path, rows in groupby(index.grams_rows(versions), key=lambda r: r[0]):
+            chosen: tuple[int, int, set[str]] | None = None  # version, length, words
+            for _, version, words in rows:
+                if chosen is None or _better(version, chosen[0], versions[path]):
+                    chosen = (version, len(words), set(words))
+                elif chosen[0] == version:
+                    chosen = (version, chosen[1] + len(words), chosen[2] | set(words))
+            if chosen is not None:
+                self.sampled += 1
+                self.length += chosen[1]
+                self.having.update(chosen[2])
+
+    def sample(self, chunks: int, share: float) -> FileSample:
+        mean = self.length / self.sampled if self.sampled else 1.0
+        return FileSample(chunks, share, self.sampled, self.having, max(mean, 1.0))
+
+
+def _better(version: int, was: int, wanted: int) -> bool:
+    """Whether a file's rows of ``version`` are counted rather than those of ``was``."""
+    return version != was and was != wanted and (version == wanted or version > was)
+
+
 def _taken(index: MilvusIndex, chunks: int, budget: int, first: int) -> FileSample:
-    """The files of a first range of buckets, then of as many more as the files seen say
-    hold the rest of ``budget`` pairs, until they do or every file is taken: a folder of
-    short files is sampled in more of them than one of books. ``first``: about how many
-    files the first range holds."""
+    """Every file with CJK text when its rows hold at most ``budget`` pairs; else the
+    files of a first range of buckets, then of as many more as the files seen say hold
+    the rest of ``budget``, until they do or every file is taken: a folder of short files
+    is sampled in more of them than one of books. ``first``: about how many files the
+    first range holds."""
+    budget, tally = max(budget, 1), _Tally()
+    if index.count_grams() * ROW_PAIRS <= budget:  # every row read, none looked for
+        current = index.file_rows(index.grams_paths())
+        tally.add(index, {p: r.version for p, r in current.items() if r.record.status == "ok"})
+        return tally.sample(chunks, 1.0)
     files = sum(index.count_files())
     step = BUCKETS if files <= first else max(1, BUCKETS * first // files)
-    having: Counter[str] = Counter()
-    sampled = length = start = 0
-    while start < BUCKETS and length < budget:
+    start = 0
+    while start < BUCKETS and tally.length < budget:
         end = min(BUCKETS, start + step)
-        heads = index.sample_heads(start, end)
-        rows = index.grams_of(heads)
-        for path, version in heads.items():
-            words = rows.get((path, version))
-            if words:
-                sampled += 1
-                length += len(words)
-                having.update(set(words))
+        tally.add(index, index.sample_heads(start, end))
         # the next range: as many buckets as the rest of the budget needs at the density
-        # seen so far (twice as many if none held a pair yet)
-        step = -(-(budget - length) * end // length) if length else 2 * step
+        # seen so far (twice as many if none held a pair yet), four times this one at most
+        seen = tally.length
+        step = min(-(-(budget - seen) * end // seen), 4 * (end - start)) if seen else 2 * step
         start = end
-    mean = length / sampled if sampled else 1.0
-    return FileSample(chunks, start / BUCKETS, sampled, having, max(mean, 1.0))
+    return tally.sample(chunks, start / BUCKETS)
 
 
 def whole_file_hits(
@@ -111,34 +150,48 @@ def whole_file_hits(
     """The files that best match a long CJK query's pairs (``counts``, see
     ``documents.document_terms``: their shares are the sampled passages'), by FTS5's BM25
     over each file's whole text: (path, version, score), best first, at most
-    ``RESCORED`` of them from the ``POOL`` times ``limit`` rows Milvus's BM25 proposes."""
+    ``RESCORED`` of the current files among the ``POOL`` times ``limit`` rows Milvus's
+    BM25 proposes."""
     if not counts or chunks == 0:
         return []
     sample = stats.sample(index, chunks)
     shares = {g: sample.share(gram_token(g)) for g in counts}
     words = [pair_word(g) for g in document_terms(counts, shares)]
     proposed = index.whole_files(words, POOL * limit)
-    chosen = list(dict.fromkeys((path, version) for path, version, _ in proposed))[:RESCORED]
+    rows = index.file_rows({path for path, _, _ in proposed})
+    current = {p: r.version for p, r in rows.items() if r.record.status == "ok"}
+    chosen = [(p, v) for p, v, _ in proposed if current.get(p) == v]
+    chosen = list(dict.fromkeys(chosen))[:RESCORED]
     if not chosen:
         return []
-    texts = index.grams_of(path for path, _ in chosen)
+    asked, wanted = set(words), set(chosen)
+    texts: dict[tuple[str, int], tuple[int, Counter[str]]] = {}
+    for path, version, held in index.grams_rows(p for p, _ in chosen):
+        if (path, version) in wanted:
+            length, counted = texts.get((path, version), (0, Counter()))
+            counted.update(w for w in held if w in asked)
+            texts[(path, version)] = (length + len(held), counted)
     return rescored(words, texts, chosen, files.sample(index, chunks))
 
 
 def rescored(
     words: Sequence[str],
-    texts: Mapping[tuple[str, int], Sequence[str]],
+    texts: Mapping[tuple[str, int], tuple[int, Mapping[str, int]]],
     chosen: Sequence[tuple[str, int]],
     sample: FileSample,
 ) -> list[tuple[str, int, float]]:
     """The ``chosen`` files (path, version) scored by FTS5's BM25 for ``words`` (pair
-    words, repeats counted) over their whole ``texts``, best first: a pair's count of
-    files is the sample's estimate, or the chosen files' own when more of them hold it."""
+    words, repeats counted) over their whole text (``texts``: its length and how often it
+    holds each word), best first: a pair's count of files is the sample's estimate, or
+    the chosen files' own when more of them hold it."""
     asked = set(words)
-    found = {key: texts.get(key, ()) for key in chosen}
-    in_found = Counter(w for text in found.values() for w in asked.intersection(text))
+    found = {key: texts.get(key, (0, {})) for key in chosen}
+    in_found = Counter(w for _, held in found.values() for w in asked if held.get(w))
     total = max(sample.files, len(found))
     idf = {w: fts5_idf(total, max(sample.holding(w), in_found[w])) for w in asked}
-    scored = [(key, bm25(words, idf, text, sample.mean)) for key, text in found.items()]
+    scored = [
+        (key, counted_bm25(words, idf, held, length, sample.mean))
+        for key, (length, held) in found.items()
+    ]
     ranked = sorted((s for s in scored if s[1] > 0), key=lambda s: (-s[1], s[0]))
     return [(path, version, score) for (path, version), score in ranked]

@@ -295,22 +295,32 @@ def keyword_evidence_of(
         store.stop()
 
 
+def quarterly_reports(
+    lines: dict[str, Callable[[int], bool]], *, filler: bool = False
+) -> dict[str, str]:
+    """Thirty files, each "Quarterly report." and the lines whose test takes its number
+    (with ``filler``, then up to five lines of filler)."""
+    return {
+        f"f{i:02}.txt": " ".join(
+            ["Quarterly report."]
+            + [line for line, holds in lines.items() if holds(i)]
+            + ["Filler words about nothing much."] * (i % 6 if filler else 0)
+        )
+        for i in range(30)
+    }
+
+
 def test_keyword_scores_are_the_embedded_stores_bm25_for_rare_middling_and_common_words(
     milvus: MilvusServer, tmp_path: Path
 ) -> None:
     # "report" is in every file (FTS5 gives it no weight: it is left out), "revenue" in a
     # third of them (Lucene's idf weighs it far more than FTS5's), the rest are rarer.
-    files = {
-        f"f{i:02}.txt": " ".join(
-            ["Quarterly report."]
-            + (["Revenue grew again this quarter, revenue everywhere."] if i % 3 == 0 else [])
-            + (["The Intel foundry lost money."] if i % 5 == 0 else [])
-            + (["Inventory of wafers rose sharply."] if i % 4 == 1 else [])
-            + ["Filler words about nothing much."] * (i % 6)
-        )
-        for i in range(30)
+    lines = {
+        "Revenue grew again this quarter, revenue everywhere.": lambda i: i % 3 == 0,
+        "The Intel foundry lost money.": lambda i: i % 5 == 0,
+        "Inventory of wafers rose sharply.": lambda i: i % 4 == 1,
     }
-    data = write_folder(tmp_path / "docs", files)
+    data = write_folder(tmp_path / "docs", quarterly_reports(lines, filler=True))
     with keyword_channels(data, milvus.config(), KeywordStats()) as both:
         for query in ("intel revenue report", "revenue inventory", "report", "wafers intel"):
             expected, got = both(query)
@@ -322,15 +332,11 @@ def test_a_query_weighs_the_same_on_both_stores_even_with_two_words_of_one_stem(
     milvus: MilvusServer, tmp_path: Path
 ) -> None:
     # "connect" and "connection" are one stem: two terms on both stores, each weighing it
-    files = {
-        f"f{i:02}.txt": " ".join(
-            ["Quarterly report."]
-            + (["Connect the wafers, then test the connection."] if i % 4 == 0 else [])
-            + (["The Intel foundry lost money."] if i % 5 == 0 else [])
-        )
-        for i in range(30)
+    lines = {
+        "Connect the wafers, then test the connection.": lambda i: i % 4 == 0,
+        "The Intel foundry lost money.": lambda i: i % 5 == 0,
     }
-    data = write_folder(tmp_path / "docs", files)
+    data = write_folder(tmp_path / "docs", quarterly_reports(lines))
     with keyword_evidence_of(data, milvus.config(), KeywordStats()) as (_, weights):
         for query in ("connect connection intel", "intel wafers", "report", "connect"):
             ours, theirs = weights(query)

@@ -233,9 +233,11 @@ def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
         index.insert_grams(gram_rows("other0.txt", version + 1, "", spans))  # a killed write's
         index.seal()
         counts = query_gram_counts(DESCRIPTION)
+        chunks, known = index.count_chunks(), {}
         found = whole_file_hits(
-            index, store.keyword_stats, store.file_stats, counts, 10, index.count_chunks()
+            index, store.keyword_stats, store.file_stats, counts, 10, chunks, known
         )
+        assert known["other0.txt"].version == version  # the rows read, for the search
         # Milvus matches the rows, but its file is not that version: not scored, not found
         matched = store.index.whole_files([pair_word(g) for g in counts], 30)
         assert ("other0.txt", version + 1) in [(p, v) for p, v, _ in matched]
@@ -359,6 +361,7 @@ def test_a_file_longer_than_a_row_is_ranked_whole_as_in_the_embedded_store(
             counts,
             10,
             store.index.count_chunks(),
+            {},
         )
         assert [p for p, _, _ in found[:2]] == ["long.txt", "mid.txt"]
         # the sample held every file: the scores are FTS5's over files_cjk exactly

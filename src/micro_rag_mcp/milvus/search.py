@@ -63,11 +63,13 @@ def store_search(
         index, stats, terms, grams, params.depth, chunks
     )
     documents: list[tuple[str, int, float]] = []
+    files: dict[str, FileRow] = {}  # file rows read so far
     if long_cjk and index.grams_whole():  # a store made before: once its shares wrote them
-        documents = whole_file_hits(index, stats, files_stats, counts, params.depth, chunks)
+        depth = params.depth
+        documents = whole_file_hits(index, stats, files_stats, counts, depth, chunks, files)
     keyword = [*by_words, *by_pairs]
     paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
-    files = index.file_rows(paths)
+    files.update(index.file_rows(paths - files.keys()))
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
     pair_hits = _current(by_pairs, current)

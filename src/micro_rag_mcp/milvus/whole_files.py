@@ -36,7 +36,7 @@ from micro_rag_mcp.milvus.keywords import (
     fts5_idf,
     outdated,
 )
-from micro_rag_mcp.milvus.rows import BUCKETS, MAX_TEXT_BYTES
+from micro_rag_mcp.milvus.rows import BUCKETS, MAX_TEXT_BYTES, FileRow
 from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.text.cjk import gram_token, pair_word
 
@@ -146,20 +146,22 @@ def whole_file_hits(
     counts: Mapping[str, int],
     limit: int,
     chunks: int,
+    known: dict[str, FileRow],
 ) -> list[tuple[str, int, float]]:
     """The files that best match a long CJK query's pairs (``counts``, see
     ``documents.document_terms``: their shares are the sampled passages'), by FTS5's BM25
     over each file's whole text: (path, version, score), best first, at most
     ``RESCORED`` of the current files among the ``POOL`` times ``limit`` rows Milvus's
-    BM25 proposes."""
+    BM25 proposes. The file rows of the proposed paths are added to ``known`` (the
+    search needs them too: read once)."""
     if not counts or chunks == 0:
         return []
     sample = stats.sample(index, chunks)
     shares = {g: sample.share(gram_token(g)) for g in counts}
     words = [pair_word(g) for g in document_terms(counts, shares)]
     proposed = index.whole_files(words, POOL * limit)
-    rows = index.file_rows({path for path, _, _ in proposed})
-    current = {p: r.version for p, r in rows.items() if r.record.status == "ok"}
+    known.update(index.file_rows({p for p, _, _ in proposed} - known.keys()))
+    current = {p: r.version for p, r in known.items() if r.record.status == "ok"}
     chosen = [(p, v) for p, v, _ in proposed if current.get(p) == v]
     chosen = list(dict.fromkeys(chosen))[:RESCORED]
     if not chosen:

@@ -85,3 +85,21 @@ def test_every_micro_rag_command_and_option_is_documented() -> None:
                 assert f"{action.metavar}" in own.split("\n", 1)[0], (name, action.metavar)
         for option in options[name] - shared:
             assert documented(option, own), (name, option)
+
+
+def test_every_example_runs_from_a_fresh_shell() -> None:
+    """No example calls a command of the virtual environment as if it were activated."""
+    lines, fence = [], ""
+    for line in README.splitlines():
+        if line.startswith("```"):
+            fence = "" if fence else (line[3:] or "text")
+        elif fence in ("sh", "text"):
+            lines.append(line.strip())
+    bare = [
+        line
+        for line in lines
+        if re.match(r"(micro-rag(-mcp)?|pip|python|pytest|ruff|mypy)\b", line)
+        or re.search(r"&& (micro-rag(-mcp)?|pip|pytest)\b", line)
+    ]
+    assert bare == []
+    assert any(line.startswith(".venv/bin/micro-rag search") for line in lines)

@@ -1,4 +1,4 @@
-"""The one list of formats: the groups, the README's table and docs/formats.md follow it."""
+"""The one list of formats: the groups, the README and docs/formats.md's table follow it."""
 
 from __future__ import annotations
 
@@ -15,22 +15,27 @@ from micro_rag_mcp.ingest.readers import READERS, read_document
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def readme_format_suffixes() -> list[str]:
-    """Suffixes named in the first column of the README's Formats table, in order."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n### Formats\n", 1)[1].split("\n#", 1)[0]
+def table_suffixes(text: str) -> list[str]:
+    """Suffixes named in the first column of docs/formats.md's table of formats, in order."""
+    table = text.split("| format |", 1)[1].split("\n\n", 1)[0]
     suffixes: list[str] = []
-    for line in section.splitlines():
-        if line.startswith("| ") and not line.startswith(("| suffixes", "| ---")):
-            first_cell = line.split(" | ", 1)[0]
-            for span in re.findall(r"`([^`]*)`", first_cell):
-                suffixes += re.findall(r"\.[a-z0-9]+", span)
+    for line in table.splitlines()[2:]:
+        first_cell = line.split(" | ", 1)[0]
+        for span in re.findall(r"`([^`]*)`", first_cell):
+            suffixes += re.findall(r"\.[a-z0-9]+", span)
     return suffixes
 
 
-def test_the_readme_lists_every_suffix_of_every_format_once() -> None:
-    listed = readme_format_suffixes()
+def test_the_formats_table_lists_every_suffix_of_every_format_once() -> None:
+    listed = table_suffixes((ROOT / "docs" / "formats.md").read_text())
     assert sorted(listed) == sorted(s for fmt in FORMATS for s in fmt.suffixes)
+
+
+def test_the_readme_names_every_suffix() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Formats\n", 1)[1].split("\n## ", 1)[0]
+    for suffix in (s for fmt in FORMATS for s in fmt.suffixes):
+        assert re.search(rf"(?<![\w.]){re.escape(suffix)}(?!\w)", section), suffix
 
 
 def test_docs_formats_md_names_every_format() -> None:

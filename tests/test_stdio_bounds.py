@@ -17,7 +17,7 @@ from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BY
 from tests.stdiokit import RawServer, search_call
 
 MIB = 1024 * 1024
-EXIT_DEADLINE_S = 60.0  # what the README promises after end-of-file or a signal
+EXIT_DEADLINE_S = 60.0  # what docs/hostile.md promises after end-of-file or a signal
 
 
 @pytest.fixture

@@ -99,7 +99,7 @@ def term_shares(index: Path, queries: Mapping[str, str]) -> dict[str, dict[str, 
     stop = SearchParams().stopwords
     for qid, text in queries.items():
         terms = query_terms(text, stopwords=stop)
-        out[qid] = catalog.shares_among(terms)[0] if terms else {}
+        out[qid] = catalog.terms.shares_among(terms)[0] if terms else {}
     catalog.close()
     return out
 

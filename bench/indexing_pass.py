@@ -248,7 +248,9 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
     catalog = Catalog.open(index / "catalog.sqlite3")
     started = time.perf_counter()
     for f, chunks in chunked:
-        catalog.store_file(FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks)
+        catalog.writes.store_file(
+            FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks
+        )
     seconds["storing"] = time.perf_counter() - started
     catalog.close()
     texts = [embedding_text(c.title, c.text) for _, chunks in chunked for c in chunks]

@@ -204,7 +204,7 @@ def _write_catalog(paths: IndexPaths, size: int) -> None:
                 for i, t in enumerate(texts)
             ]
             record = FileRecord(f"f{file_no:07d}.txt", ".txt", 4000, 1, None, "ok", None)
-            catalog.store_file(record, chunks)
+            catalog.writes.store_file(record, chunks)
     finally:
         catalog.close()
 
@@ -217,7 +217,7 @@ def _write_vectors(paths: IndexPaths, size: int) -> None:
     store = VectorStore(paths.vectors, DIMENSION, graph_path=paths.graph, approximate_from=1)
     catalog = Catalog.open(paths.catalog)
     try:  # vectors are keyed by their chunk's text, in the order the chunks were stored
-        _, stored = catalog.id_keys()
+        _, stored = catalog.chunks.id_keys()
         catalog.set_meta("vector_ids", VECTOR_IDS)
     finally:
         catalog.close()

@@ -244,8 +244,8 @@ def test_changes_noted_for_a_pass_stay_noted_until_a_pass_takes_them(data: Path)
     write(data / "b.txt", "Bravo of the pelican.")
     eng._note_changes(["b.txt"])
     catalog = Catalog.open(data / "index" / "catalog.sqlite3")
-    assert catalog.take_pending() == ["b.txt"] and catalog.take_pending() == []
-    catalog.add_pending(["b.txt"])
+    assert catalog.writes.take_pending() == ["b.txt"] and catalog.writes.take_pending() == []
+    catalog.writes.add_pending(["b.txt"])
     catalog.close()
     eng.reindex(path_glob="a.txt")  # any pass takes what was noted
     assert paths_found(eng, "pelican") == {"b.txt"}

@@ -39,12 +39,12 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_p
     assert sum(query_gram_counts(DESCRIPTION).values()) >= DOCUMENT_GRAMS
     catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
     try:  # the passages alone put the repeated third first
-        best = catalog.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
-        assert catalog.fetch([best[0][0]])[best[0][0]].path == "part.txt"
+        best = catalog.keywords.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
+        assert catalog.chunks.fetch([best[0][0]])[best[0][0]].path == "part.txt"
         # A short query is a passage's: its hits are the passage channel's alone.
         short = DESCRIPTION[2:8]
         hits, _, _ = keyword_evidence(catalog, short, SearchParams())
-        assert hits == catalog.cjk_search(or_query(list(query_gram_counts(short))), 200)
+        assert hits == catalog.keywords.cjk_search(or_query(list(query_gram_counts(short))), 200)
     finally:
         catalog.close()
     assert by_keyword(engine, DESCRIPTION)[0] == "whole.txt"

@@ -84,8 +84,8 @@ def search_with_vectors(
 
 def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:
     """The file of each saved vector, by the vector's key (the ids ``keep`` names)."""
-    ids, keys = catalog.id_keys()
-    rows = catalog.fetch(ids.tolist())
+    ids, keys = catalog.chunks.id_keys()
+    rows = catalog.chunks.fetch(ids.tolist())
     saved = set(store.ids().tolist())
     paths = {int(k): rows[int(c)].path for c, k in zip(ids, keys, strict=True) if int(c) in rows}
     assert set(paths) == saved  # every chunk's vector is saved, and no other
@@ -335,9 +335,9 @@ def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
     engine.reindex()
     catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
     try:
-        ids, _ = catalog.id_keys()
-        rows = catalog.fetch(ids.tolist())
-        code = catalog.code_chunks(ids.tolist())
+        ids, _ = catalog.chunks.id_keys()
+        rows = catalog.chunks.fetch(ids.tolist())
+        code = catalog.chunks.code_chunks(ids.tolist())
         assert {rows[int(c)].path for c in code} == {p.name for p in data.glob(f"*{suffix}")}
         assert len(code) < len(ids)  # the Markdown note is not code
     finally:

@@ -279,7 +279,7 @@ def keyword_evidence_of(
             def both(query: str) -> tuple[dict[str, float], list[tuple[str, float]]]:
                 found, _ = keyword_candidates(catalog, query, params)
                 ids = [cid for cid, _ in found]
-                paths = {cid: c.path for cid, c in catalog.fetch(ids).items()}
+                paths = {cid: c.path for cid, c in catalog.chunks.fetch(ids).items()}
                 hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
                 return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
 

@@ -373,10 +373,10 @@ def test_a_file_longer_than_a_row_is_ranked_whole_as_in_the_embedded_store(
 def files_cjk_scores(data: Path, counts: Mapping[str, int]) -> dict[str, float]:
     """The embedded store's whole-file scores of a long CJK query, by path."""
     with closing(Catalog.open_reader(data / "index" / "catalog.sqlite3")) as catalog:
-        shares, _ = catalog.shares_among(list(counts), table="chunks_cjk")
-        found = catalog.cjk_file_search(or_query(document_terms(counts, shares)), 100)
-        first = catalog.first_chunks([fid for fid, _ in found])
-        chunks = catalog.fetch(list(first.values()))
+        shares, _ = catalog.terms.shares_among(list(counts), table="chunks_cjk")
+        found = catalog.keywords.cjk_file_search(or_query(document_terms(counts, shares)), 100)
+        first = catalog.chunks.first_chunks([fid for fid, _ in found])
+        chunks = catalog.chunks.fetch(list(first.values()))
         return {chunks[first[fid]].path: score for fid, score in found}
 
 

@@ -47,7 +47,7 @@ def test_any_query_string_is_a_valid_fts5_expression(tmp_path: Path, query: str)
     cat = Catalog.open(tmp_path / "c.sqlite3")
     expr = fts_query(query)
     if expr is not None:
-        cat.keyword_search(expr, 10)  # raises sqlite3.OperationalError on bad syntax
+        cat.keywords.keyword_search(expr, 10)  # raises sqlite3.OperationalError on bad syntax
     cat.close()
 
 

@@ -29,10 +29,9 @@ from micro_rag_mcp.core.results import (
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.skipped import recorded
-from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.local.changes import stale_files
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.queries import CatalogStats
 from micro_rag_mcp.local.reader_pool import ReaderPool
 from micro_rag_mcp.local.search import VectorSide, search_beside
 from micro_rag_mcp.local.stats_cache import StatsCache

@@ -199,7 +199,7 @@ class Engine(EngineAnswers):
             return
         catalog = Catalog.open(self.paths.catalog)
         try:
-            catalog.add_pending(paths)
+            catalog.writes.add_pending(paths)
         finally:
             catalog.close()
 

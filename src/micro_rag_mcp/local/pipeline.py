@@ -277,12 +277,12 @@ def _embed(
             reading.news.clear()
             listed = reading.listed  # before the refill: it then sees every commit
             if len(pending) < steps.window:
-                fresh = catalog.chunk_ids_after(cursor, max(REFILL, steps.window))
+                fresh = catalog.chunks.chunk_ids_after(cursor, max(REFILL, steps.window))
                 if fresh:
                     cursor = fresh[-1]
                     pending.extend(fresh)
             if listed and tally.to_embed is None:
-                tally.to_embed = done + len(pending) + catalog.count_chunks_after(cursor)
+                tally.to_embed = done + len(pending) + catalog.chunks.count_chunks_after(cursor)
                 tally.publish()  # the phase is now embedding
             if not pending:
                 if listed:
@@ -329,7 +329,7 @@ def _embed_urgent(
     files = reading.counts.take_urgent()
     if not files:
         return 0, 0
-    ids = [cid for rel in files for cid in catalog.file_chunk_ids(rel)]
+    ids = [cid for rel in files for cid in catalog.chunks.file_chunk_ids(rel)]
     todo, kept = _fetch(catalog, ids, embedder, vectors)
     for at in range(0, len(todo), steps.size):
         if at:
@@ -357,14 +357,14 @@ def _fetch(
     ``Steps.window``) waste less of the encoder than steps in the order of storing. A
     chunk replaced since it was listed is gone and left out.
     """
-    keys = catalog.keys_of(ids)
+    keys = catalog.chunks.keys_of(ids)
     first: dict[int, int] = {}  # key -> the first chunk that has it
     for cid, key in keys.items():
         first.setdefault(key, cid)
     unique = list(first)
     held = vectors.holds(unique)
     lacking = [first[k] for k, h in zip(unique, held.tolist(), strict=True) if not h]
-    texts = catalog.chunk_texts(lacking)
+    texts = catalog.chunks.chunk_texts(lacking)
     chunks = [(key, embedding_text(title, text)) for key, title, text in texts.values()]
     lengths = _lengths(embedder, [t for _, t in chunks])
     order = sorted(range(len(chunks)), key=lengths.__getitem__)

@@ -240,7 +240,7 @@ class Writer:
 
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
-            catalog.forget_stamps()
+            catalog.writes.forget_stamps()
         _check_readers(catalog)
 
     def _record_scope(self, catalog: Catalog) -> None:
@@ -265,7 +265,7 @@ def _check_readers(catalog: Catalog) -> None:
     except ValueError:
         recorded = {}
     suffixes = read_changes(recorded if isinstance(recorded, dict) else {})
-    again = catalog.forget_stamps(suffixes) if suffixes else 0
+    again = catalog.writes.forget_stamps(suffixes) if suffixes else 0
     if again:
         logger.info(
             "%d %s files are read again: this release reads them otherwise",

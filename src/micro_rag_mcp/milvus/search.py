@@ -98,7 +98,7 @@ def store_search(
     # Passages of code are judged by meaning unless the query names an identifier.
     judged = params.judge_code and params.fusion != "rrf" and not identifier
     code: frozenset[int] = frozenset()
-    if judged:  # by their file's suffix, else by their text (as catalog.code_chunks)
+    if judged:  # by their file's suffix, else by their text (as catalog.chunks.code_chunks)
         path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
         scored = [cid for cid, _ in keyword_hits[:CODE_SAMPLE] if cid in cosine]  # as prose_share
         by_path = {cid for cid in scored if is_code(path_of.get(cid, ""))}

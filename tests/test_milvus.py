@@ -851,7 +851,7 @@ def test_a_store_with_keywords_laid_out_otherwise_is_refused_not_mixed(
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "keywords"}
     if keywords is not None:
         made_before["keywords"] = keywords
-    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    MilvusIndex(config).collections.create(FakeEmbedder().dimension, made_before)
     with pytest.raises(StoreMismatch, match="another release .* keywords"):
         engine.reindex()
     with pytest.raises(StoreMismatch, match="another release"):
@@ -865,7 +865,7 @@ def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_ser
     config = milvus.config()
     engine = store_engine(folder, config)
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
-    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    MilvusIndex(config).collections.create(FakeEmbedder().dimension, made_before)
     with pytest.raises(StoreMismatch, match="another release .* files"):
         engine.reindex()
     found = store_engine(folder, config).search("fox")  # read, not refused

@@ -134,6 +134,6 @@ def recorded_identity(index_folder: Path, config: StoreConfig | None) -> dict[st
 
     index = MilvusIndex(config)
     try:
-        return index.identity() or {}
+        return index.collections.identity() or {}
     finally:
-        index.close()
+        index.collections.close()

@@ -81,9 +81,9 @@ def prepare_store(settings: Settings, config: StoreConfig) -> None:
         raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
     index = MilvusIndex(config)
     try:
-        index.connect()
+        index.collections.connect()
     finally:
-        index.close()
+        index.collections.close()
 
 
 class MilvusEngine:
@@ -137,7 +137,7 @@ class MilvusEngine:
         else:
             logger.warning("the reindex pass did not stop within %g s", timeout)
         self._model.join(max(0.0, deadline - time.monotonic()))
-        self.index.close()
+        self.index.collections.close()
 
     def identity(self, embedder: Embedder) -> dict[str, str]:
         """What the store must have been made with for this process to add to it."""
@@ -182,10 +182,11 @@ class MilvusEngine:
         identity = self.identity(embedder)
         # A store made otherwise is refused before anything is added to it.
         keys = ("vector_space", "chunking", "keywords", "files")
-        taken = self.index.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
-        self.index.create(embedder.dimension, identity)  # unless it is there already
+        collections = self.index.collections
+        taken = collections.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
+        collections.create(embedder.dimension, identity)  # unless it is there already
         if taken:  # a store made before the grams collection: an older release may not add
-            self.index.record_identity({k: identity[k] for k in taken})
+            collections.record_identity({k: identity[k] for k in taken})
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -249,7 +250,7 @@ class MilvusEngine:
         else:
             notices.append(self._model.absent_notice())
         try:
-            if not self.index.exists():
+            if not self.index.collections.exists():
                 notices.append("nothing is indexed yet in the store")
                 return SearchOutcome([], self._state(), notices)
             self._check_searchable(embedder)
@@ -278,7 +279,7 @@ class MilvusEngine:
         if wanted <= self._checked:
             return
         ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
-        self.index.check_identity(ours, sorted(wanted))
+        self.index.collections.check_identity(ours, sorted(wanted))
         self._checked |= wanted
 
     # -- read ------------------------------------------------------------------------
@@ -294,7 +295,7 @@ class MilvusEngine:
         anchor: str | None = None,
     ) -> TextPassage:
         """The stored text of one file: the store alone, no copy of the folder needed."""
-        if not self.index.exists():
+        if not self.index.collections.exists():
             raise NotIndexed(f"no file {shown(path)} in the store: nothing is indexed yet")
         return read_indexed(
             StoreText(self.index),
@@ -348,7 +349,7 @@ class MilvusEngine:
             until, counts = self._counted
             started = self._clock()
             if started >= until or self._busy.locked():
-                exists = self.index.exists()
+                exists = self.index.collections.exists()
                 counts = (
                     (*self.index.count_files(), self.index.count_chunks()) if exists else (0, 0, 0)
                 )
@@ -373,7 +374,7 @@ class MilvusEngine:
         )
 
     def status(self) -> IndexSummary:
-        identity = self.index.identity()
+        identity = self.index.collections.identity()
         if identity is None:
             raise NotIndexed(f"nothing is indexed in the store {self.config.url} yet")
         files = self.index.files()

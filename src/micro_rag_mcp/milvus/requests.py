@@ -58,3 +58,9 @@ def ids_by(c: Any, collection: str, where: str, key: str) -> list[int]:
     if len(rows) >= QUERY_LIMIT:  # more than a query returns: every one
         rows = scan(c, collection, where, [key])
     return [int(r["id"]) for r in sorted(rows, key=lambda r: (r[key], r["id"]))]
+
+
+def count_rows(client: Any, collection: str, where: str) -> int:
+    """Rows of ``collection`` that match ``where`` ("": all, answered from row counts)."""
+    rows = client.query(collection, filter=where, output_fields=["count(*)"])
+    return int(rows[0]["count(*)"]) if rows else 0

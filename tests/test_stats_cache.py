@@ -45,7 +45,8 @@ def test_counts_follow_a_write_from_another_process(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from micro_rag_mcp.local.catalog import Catalog\n"
         "from tests.test_stats_cache import chunks, record\n"
-        "Catalog.open(Path(sys.argv[1])).writes.store_file(record('b.txt'), chunks('x', 'y', 'z'))\n"
+        "catalog = Catalog.open(Path(sys.argv[1]))\n"
+        "catalog.writes.store_file(record('b.txt'), chunks('x', 'y', 'z'))\n"
     )
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=60, cwd=root)

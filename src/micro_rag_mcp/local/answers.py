@@ -1,7 +1,9 @@
 """The local engine's answers: search (both channels at once), read, and the index's state.
 
-``Engine`` adds the life cycle and the passes that write; these only read, from a
-pooled catalog reader, the vectors cached for it and the model if it is loaded.
+``Answers`` only reads, from a pooled catalog reader, the vectors cached for it and the
+model if it is loaded; it is handed the engine's parts it reads from (the passes'
+writer and the watcher, for their state). ``Engine`` holds one and adds the life cycle
+and the passes that write.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from micro_rag_mcp.core.arguments import shown
@@ -51,20 +53,42 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-class EngineAnswers:
-    """What ``Engine`` answers without writing; the parts below are the engine's own."""
+@dataclass(frozen=True, slots=True)
+class AnswerParts:
+    """The parts of an engine its answers read from."""
 
     settings: Settings
-    params: SearchParams
     paths: IndexPaths
-    _model: ModelHandle
-    _vectors: VectorCache
-    _stats: StatsCache
-    _writer: Writer
-    _watcher: Watcher
-    _pool: ThreadPoolExecutor
-    _readers: ReaderPool
-    _scopes: ScopeCache
+    model: ModelHandle
+    vectors: VectorCache
+    writer: Writer
+    watcher: Watcher
+    pool: ThreadPoolExecutor
+
+
+class Answers:
+    """What an engine answers without writing: search, read and the index's state.
+
+    ``params`` gives the engine's search parameters at each search (they may be set
+    anew between searches).
+    """
+
+    def __init__(self, parts: AnswerParts, params: Callable[[], SearchParams]) -> None:
+        self.settings = parts.settings
+        self.paths = parts.paths
+        self._params = params
+        self._model = parts.model
+        self._vectors = parts.vectors
+        self._writer = parts.writer
+        self._watcher = parts.watcher
+        self._pool = parts.pool
+        self._stats = StatsCache()
+        self._readers = ReaderPool(parts.paths.catalog)
+        self._scopes = ScopeCache()
+
+    def close(self) -> None:
+        """Close the pooled catalog readers."""
+        self._readers.close()
 
     def search(
         self,
@@ -122,7 +146,7 @@ class EngineAnswers:
                     lambda: pending.result()[1],
                     top_k=top_k,
                     score_threshold=score_threshold,
-                    params=self.params,
+                    params=self._params(),
                     files=within.file_ids if within is not None else None,
                     all_code=all_code(self.settings.exts),
                 )
@@ -143,14 +167,14 @@ class EngineAnswers:
         """The model (waiting for it as long as a search may), and the vector channel's
         part of the search if the model and the vectors are there."""
         embedder = self._model.get(self.settings.model_wait_s)
-        if embedder is None or "vector" not in self.params.channels:
+        if embedder is None or "vector" not in self._params().channels:
             return embedder, None
         query_vector = embedder.embed_query(query)
         store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
         if store is None:
             return embedder, None
         keys = within.keys if within is not None else None
-        hits = store.search(query_vector, self.params.depth, keys)
+        hits = store.search(query_vector, self._params().depth, keys)
         chunks = within.chunk_ids if within is not None else None
 
         def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:

@@ -1,9 +1,10 @@
 """One served folder, as the server (or a command line) sees it.
 
-``Engine`` is a small facade over four parts: the model (``model.ModelHandle``), the
+``Engine`` is a small facade over five parts: the model (``model.ModelHandle``), the
 vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
-(``writer.Writer``) and the watcher that refreshes what changes (``watch.Watcher``). It
-knows nothing of MCP; what it returns is in ``results``.
+(``writer.Writer``), the watcher that refreshes what changes (``watch.Watcher``) and
+what it answers without writing (``answers.Answers``: search, read, state). It knows
+nothing of MCP; what it returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from micro_rag_mcp.core.results import (
     ProgressFn,
     ReindexReport,
     SearchOutcome,
+    TextPassage,
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.answers import EngineAnswers
+from micro_rag_mcp.local.answers import AnswerParts, Answers
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.listing import CatalogListing
 from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
-from micro_rag_mcp.local.reader_pool import ReaderPool
-from micro_rag_mcp.local.stats_cache import StatsCache
 from micro_rag_mcp.local.status import summarize
 from micro_rag_mcp.local.vector_cache import VectorCache
 from micro_rag_mcp.local.watch import OFF, Watcher
@@ -40,7 +40,8 @@ from micro_rag_mcp.local.writer import CLIENT, STARTUP, Writer
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.scope import ScopeCache
+from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
+from micro_rag_mcp.search.scope import SearchScope
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
@@ -50,7 +51,7 @@ WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be s
 SEARCH_THREADS = 4  # searches whose vector channel can run at once
 
 
-class Engine(EngineAnswers):
+class Engine:
     """Search and reindex one folder; the model loads and a start-up pass runs in the background."""
 
     def __init__(
@@ -69,7 +70,6 @@ class Engine(EngineAnswers):
         self._stop = threading.Event()
         self._model = ModelHandle(load_embedder)
         self._vectors = VectorCache(self.paths, approximate_from)
-        self._stats = StatsCache()
         self._writer = Writer(
             settings,
             self.paths,
@@ -91,8 +91,16 @@ class Engine(EngineAnswers):
         )
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
-        self._readers = ReaderPool(self.paths.catalog)
-        self._scopes = ScopeCache()
+        parts = AnswerParts(
+            settings,
+            self.paths,
+            self._model,
+            self._vectors,
+            self._writer,
+            self._watcher,
+            self._pool,
+        )
+        self.answers = Answers(parts, lambda: self.params)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -123,7 +131,7 @@ class Engine(EngineAnswers):
         # Searches already queued still run (a cancelled one would fail its search with
         # CancelledError); they are short, and new ones run in the caller's thread.
         self._pool.shutdown(wait=False)
-        self._readers.close()
+        self.answers.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:
             self._startup.join(max(0.0, deadline - time.monotonic()))
@@ -223,9 +231,39 @@ class Engine(EngineAnswers):
         finally:
             catalog.close()
 
-    # -- search ----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        """The best passages for the query (``Answers.search``)."""
+        return self.answers.search(query, top_k, score_threshold, scope)
 
-    # -- read ------------------------------------------------------------------------
+    def read(
+        self,
+        path: str,
+        *,
+        char_start: int | None = None,
+        char_end: int | None = None,
+        page: int | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
+    ) -> TextPassage:
+        """The indexed text of one file or a part of it (``Answers.read``)."""
+        return self.answers.read(
+            path,
+            char_start=char_start,
+            char_end=char_end,
+            page=page,
+            max_chars=max_chars,
+            anchor=anchor,
+        )
+
+    def state(self) -> IndexState:
+        """What is indexed, whether a pass runs, and the model's state (``Answers.state``)."""
+        return self.answers.state()
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
@@ -237,5 +275,3 @@ class Engine(EngineAnswers):
     def listing(self) -> CatalogListing:
         """The indexed files, for a client to page through and follow."""
         return CatalogListing(self.paths.catalog)
-
-    # -- state -----------------------------------------------------------------------

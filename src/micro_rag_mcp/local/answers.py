@@ -15,7 +15,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.formats import all_code
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
@@ -30,6 +29,7 @@ from micro_rag_mcp.core.results import (
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.local.changes import stale_files

@@ -31,6 +31,7 @@ from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import first_few
 from micro_rag_mcp.ingest.readers import READ_VERSIONS, read_changes
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
@@ -303,13 +304,8 @@ def _change(stored: str, value: str) -> str:
         if isinstance(old, list) and isinstance(new, list):
             gained = [x for x in new if x not in old]
             lost = [x for x in old if x not in new]
-            parts = [f"{sign}{_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
+            parts = [f"{sign}{first_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
             said.append(f"{field} {' '.join(parts) or 'reordered'}")
         else:
             said.append(f"{field} was {old}, now {new}")
     return "; ".join(said)
-
-
-def _few(items: list[object], shown: int = 5) -> str:
-    words = ", ".join(str(x) for x in items[:shown])
-    return words + (f" and {len(items) - shown} more" if len(items) > shown else "")

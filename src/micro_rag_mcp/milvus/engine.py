@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.address import StoreConfig
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import (
     ConfigError,
     IndexBusy,
@@ -42,6 +41,7 @@ from micro_rag_mcp.core.results import (
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, OLDER_FILES_LAYOUTS, MilvusIndex

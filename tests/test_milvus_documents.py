@@ -23,6 +23,7 @@ from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.keywords import or_query
+from micro_rag_mcp.milvus.cjk_words import gram_tokens, pair_word
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
 from micro_rag_mcp.milvus.keywords import K1, B, keyword_parts
@@ -32,7 +33,7 @@ from micro_rag_mcp.milvus.sync import write_grams
 from micro_rag_mcp.milvus.whole_files import FileSample, FileStats, rescored, whole_file_hits
 from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.text.cjk import gram_tokens, pair_word, query_gram_counts
+from micro_rag_mcp.text.cjk import query_gram_counts
 from tests.cjkkit import DESCRIPTION, filler, write_case_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder

@@ -34,7 +34,7 @@ RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
 # the index, as in FTS5 (they count in a chunk's length); queries leave them out. CJK
-# runs are also stored as their bigrams, each one ASCII word (``cjk.gram_token``): the
+# runs are also stored as their bigrams, each one ASCII word (``cjk_words.gram_token``): the
 # standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
@@ -230,7 +230,7 @@ class MilvusCollections:
     @staticmethod
     def _grams_schema(c: Any) -> Any:
         """A row per file with CJK text (two or more for a long one): its pairs as
-        ``cjk.pair_word`` words, for BM25 over whole files (``search.documents``)."""
+        ``cjk_words.pair_word`` words, for BM25 over whole files (``search.documents``)."""
         from pymilvus import DataType
 
         schema = c.create_schema(auto_id=True)

@@ -1,6 +1,7 @@
-"""The index in Milvus: chunks, files and grams collections, and every query on them.
+"""The index in Milvus: the files' and chunks' rows and every query on them; the
+collections themselves are ``collections.py``'s, the grams rows ``pairs.py``'s.
 
-``NAME_files`` also holds each path's ``shard_key`` (``store.shard_key``), so a worker
+``NAME_files`` also holds each path's ``shard_key`` (``shards.shard_key``), so a worker
 of share I/N asks for its own file rows with one range filter rather than reading every
 row of the folder.
 
@@ -248,7 +249,7 @@ class MilvusIndex:
         return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found]
 
     def whole_files(self, words: Sequence[str], limit: int) -> list[tuple[str, int, float]]:
-        """The best ``limit`` grams rows for ``words`` (``cjk.pair_word``, repeats
+        """The best ``limit`` grams rows for ``words`` (``cjk_words.pair_word``, repeats
         counted) by Milvus's BM25 over each row: (path, version, score), best first."""
         found = self._bm25(self._c.grams, words, limit, ["path", "version"])
         return [

@@ -36,7 +36,7 @@ class FilePairs:
             self._c.call(lambda c, b=batch: c.insert(self._c.grams, list(b)), retry=False)  # type: ignore[misc]
 
     def cjk_paths(self) -> set[str]:
-        """The paths of every chunk whose keywords hold a CJK pair (``cjk.gram_token``:
+        """The paths of every chunk whose keywords hold a CJK pair (``cjk_words.gram_token``:
         ``cjk`` then a code point's six hex digits, which begin with 0): one scan of the
         collection (86 s at 70,792 Chinese chunks on milvus-lite; a scan per 200 paths
         took longer in all)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.milvus.cjk_words import gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
@@ -23,7 +24,7 @@ from micro_rag_mcp.milvus.whole_files import FileStats, whole_file_hits
 from micro_rag_mcp.search.documents import by_documents, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
-from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
+from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
+from micro_rag_mcp.milvus.cjk_words import gram_token, pair_word
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import (
     POOL,
@@ -38,7 +39,6 @@ from micro_rag_mcp.milvus.keywords import (
 )
 from micro_rag_mcp.milvus.rows import BUCKETS, MAX_TEXT_BYTES, FileRow
 from micro_rag_mcp.search.documents import document_terms
-from micro_rag_mcp.text.cjk import gram_token, pair_word
 
 SAMPLE_PAIRS = 8_000_000  # a sample takes files until they hold this many pairs
 FIRST_FILES = 256  # about how many files the first range of buckets holds

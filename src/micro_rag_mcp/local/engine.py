@@ -36,7 +36,7 @@ from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.local.status import summarize
 from micro_rag_mcp.local.vector_cache import VectorCache
 from micro_rag_mcp.local.watch import OFF, Watcher
-from micro_rag_mcp.local.writer import CLIENT, STARTUP, Writer
+from micro_rag_mcp.local.writer import PassKind, Writer
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams
@@ -108,7 +108,7 @@ class Engine:
         """Load the model, run the start-up pass and follow the folder, in the background."""
         self._model.start()
         self._watcher.start()
-        self._writer.reserve(STARTUP)  # a client's reindex from now on waits for this pass
+        self._writer.reserve(PassKind.STARTUP)  # a client's reindex from now on waits for this pass
         self._startup = threading.Thread(
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
@@ -146,7 +146,7 @@ class Engine:
         # The turn is held meanwhile (see start), so a client's reindex waits for this pass.
         self._watcher.ready.wait(WATCH_READY_S)
         try:
-            report = self._run_pass(STARTUP, None, False, None)
+            report = self._run_pass(PassKind.STARTUP, None, False, None)
             logger.info(
                 "start-up index: %d added, %d updated, %d removed, %d unchanged, %d failed, "
                 "%d chunks, %d ms",
@@ -168,7 +168,7 @@ class Engine:
         except Exception:
             logger.exception("start-up reindex failed")
         finally:
-            self._writer.release(STARTUP)
+            self._writer.release(PassKind.STARTUP)
 
     # -- reindex ---------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ class Engine:
         runs this as a job (``jobs``). Waits for a pass the server runs by itself (see
         ``writer``); ``IndexBusy`` if another caller's pass runs, here or in another process."""
         scope = PathGlob(path_glob) if path_glob is not None else None
-        return self._run_pass(CLIENT, scope, force, progress)
+        return self._run_pass(PassKind.CLIENT, scope, force, progress)
 
     def refresh(
         self, paths: Iterable[str] | None, *, progress: ProgressFn | None = None
@@ -198,7 +198,7 @@ class Engine:
         scope = PathSet(paths) if paths is not None else None
         if self._writer.running:
             raise IndexBusy("a pass is running here; it takes the changes noted for it")
-        return self._run_pass("refresh", scope, False, progress)
+        return self._run_pass(PassKind.REFRESH, scope, False, progress)
 
     def _note_changes(self, paths: Collection[str]) -> None:
         """Note changed paths in the catalog for the pass that holds the index, in this
@@ -212,7 +212,7 @@ class Engine:
             catalog.close()
 
     def _run_pass(
-        self, who: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+        self, who: PassKind, scope: Scope | None, force: bool, progress: ProgressFn | None
     ) -> ReindexReport:
         """One writer pass; then the model gives back what its batches needed (it idles)."""
         try:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from micro_rag_mcp.core.errors import DataFolderGone, IndexBusy, IndexWriteError, Stopped
 from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
@@ -42,14 +43,21 @@ from micro_rag_mcp.model.handle import ModelHandle
 
 logger = logging.getLogger(__name__)
 
-CLIENT = "client"
-STARTUP = "start-up"
+
+class PassKind(StrEnum):
+    """Who a pass is for; its value is the name a waiting caller is told."""
+
+    STARTUP = "start-up"  # the pass at the engine's start
+    REFRESH = "refresh"  # the watcher's, over what changed
+    CLIENT = "client"  # a caller's reindex
+
+
 POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
 
 
 @dataclass(slots=True)
 class _Turn:
-    kind: str  # "start-up", "refresh" or CLIENT
+    kind: PassKind
     progress: Progress | None = None
     claimed: bool = True  # False: reserved for a pass of this kind that has not begun
     whole: bool = False  # a background pass over the whole folder, not forced
@@ -98,10 +106,10 @@ class Writer:
         return turn.live if turn.live is not None else turn.progress
 
     def run(
-        self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+        self, kind: PassKind, scope: Scope | None, force: bool, progress: ProgressFn | None
     ) -> ReindexReport:
-        """One pass of ``kind`` (CLIENT or a background kind) over ``scope``."""
-        if kind == CLIENT:
+        """One pass of ``kind`` (a caller's or a background kind) over ``scope``."""
+        if kind == PassKind.CLIENT:
             with self._changed:
                 if self._client:
                     raise IndexBusy(describe_holder(self.paths.lock))
@@ -123,7 +131,7 @@ class Writer:
                     self._turn = None
                     self._changed.notify_all()
         finally:
-            if kind == CLIENT:
+            if kind == PassKind.CLIENT:
                 with self._changed:
                     self._client = False
         self.write_fault = None
@@ -139,21 +147,21 @@ class Writer:
         except (OSError, sqlite3.Error) as e:
             raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
 
-    def reserve(self, kind: str) -> None:
+    def reserve(self, kind: PassKind) -> None:
         """Hold the next turn for a pass of ``kind`` that is about to begin: a caller who
         comes first waits for it, as for a running pass."""
         with self._changed:
             if self._turn is None:
                 self._turn = _Turn(kind, claimed=False)
 
-    def release(self, kind: str) -> None:
+    def release(self, kind: PassKind) -> None:
         """Give up a reservation whose pass will not run after all."""
         with self._changed:
             if self._turn is not None and not self._turn.claimed and self._turn.kind == kind:
                 self._turn = None
                 self._changed.notify_all()
 
-    def _take_turn(self, kind: str, progress: ProgressFn | None, whole: bool) -> _Turn:
+    def _take_turn(self, kind: PassKind, progress: ProgressFn | None, whole: bool) -> _Turn:
         """Wait for the pass running here to end, passing its progress on to ``progress``
         (at once, then as it goes on); the turn taken, or, for a plain client pass, the
         ended background pass over the whole folder that answers it."""
@@ -167,21 +175,21 @@ class Writer:
                 turn = self._turn
                 if turn is not None and not turn.claimed and turn.kind == kind:
                     turn.claimed = True
-                    turn.whole = whole and kind != CLIENT
+                    turn.whole = whole and kind != PassKind.CLIENT
                     return turn
                 if turn is None:
-                    self._turn = _Turn(kind, whole=whole and kind != CLIENT)
+                    self._turn = _Turn(kind, whole=whole and kind != PassKind.CLIENT)
                     return self._turn
                 running = turn
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
             if progress is not None and running.progress is not None:
-                progress(replace(running.progress, waiting_for=running.kind))
+                progress(replace(running.progress, waiting_for=running.kind.value))
 
-    def _answers(self, ended: _Turn, kind: str, whole: bool) -> bool:
+    def _answers(self, ended: _Turn, kind: PassKind, whole: bool) -> bool:
         """Whether the report of ``ended`` answers a pass of ``kind`` over ``whole``."""
         return (
-            kind == CLIENT
+            kind == PassKind.CLIENT
             and whole
             and ended.whole
             and ended.report is not None

@@ -19,13 +19,16 @@ from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.formats import all_code
 from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
+    Counts,
     Found,
     Hit,
     IndexState,
     ModelState,
     SearchOutcome,
+    Stage,
     TextPassage,
     found_notices,
+    index_state,
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
@@ -272,28 +275,20 @@ class Answers:
             loaded = self._model.get(0) if self._model.state is ModelState.READY else None
             space = vector_space(loaded) if loaded is not None else None
             with_vectors = self._vectors.count(catalog, stats, space=space)
-        progress = self._writer.progress
+        stage: Stage | None = self._writer.progress
         indexing = self._writer.running
-        phase: str | None = None
-        done = total = None
-        if progress is not None:
-            phase, done, total = progress.phase, progress.done, progress.total
-        elif not indexing:
-            other = holder_progress(self.paths.lock)
-            if other is not None:
-                indexing = True
-                phase, done, total = other.phase, other.done, other.total
-        return IndexState(
-            indexing=indexing,
-            phase=phase,
-            done=done,
-            total=total,
-            files_indexed=stats.files_indexed if stats else 0,
-            files_failed=stats.files_failed if stats else 0,
-            chunks_total=stats.chunks if stats else 0,
-            chunks_with_vectors=with_vectors,
-            model=self._model.state,
-            model_error=self._model.error,
+        if stage is None and not indexing:
+            stage = holder_progress(self.paths.lock)
+            indexing = stage is not None
+        counts = Counts()
+        if stats:
+            counts = Counts(stats.files_indexed, stats.files_failed, stats.chunks, with_vectors)
+        return index_state(
+            indexing,
+            stage,
+            counts,
+            self._model.state,
+            self._model.error,
             watch=self._watcher.status,
             queued=len(self._watcher.queue),
             queue_fault=self._watcher.fault,

@@ -29,6 +29,7 @@ from micro_rag_mcp.core.errors import (
 )
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import (
+    Counts,
     IndexState,
     IndexSummary,
     ModelState,
@@ -38,6 +39,7 @@ from micro_rag_mcp.core.results import (
     SearchOutcome,
     TextPassage,
     found_notices,
+    index_state,
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
@@ -326,18 +328,13 @@ class MilvusEngine:
 
     def _state(self) -> IndexState:
         ok, failed, chunks = self._counts()
-        progress = self._progress
-        return IndexState(
-            indexing=self._busy.locked(),
-            phase=progress.phase if progress else None,
-            done=progress.done if progress else None,
-            total=progress.total if progress else None,
-            files_indexed=ok,
-            files_failed=failed,
-            chunks_total=chunks,
-            chunks_with_vectors=chunks,  # a chunk enters the store with its vector
-            model=self._model.state,
-            model_error=self._model.error,
+        counts = Counts(ok, failed, chunks, chunks)  # a chunk enters the store with its vector
+        return index_state(
+            self._busy.locked(),
+            self._progress,
+            counts,
+            self._model.state,
+            self._model.error,
             skipped=recorded(self._skipped),
         )
 
@@ -360,17 +357,8 @@ class MilvusEngine:
 
     def _state_unknown(self) -> IndexState:
         """While the store does not answer: nothing is known of it."""
-        return IndexState(
-            indexing=self._busy.locked(),
-            phase=None,
-            done=None,
-            total=None,
-            files_indexed=0,
-            files_failed=0,
-            chunks_total=0,
-            chunks_with_vectors=0,
-            model=self._model.state,
-            model_error=self._model.error,
+        return index_state(
+            self._busy.locked(), None, Counts(), self._model.state, self._model.error
         )
 
     def status(self) -> IndexSummary:

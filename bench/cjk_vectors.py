@@ -29,8 +29,8 @@ import numpy as np
 
 from bench.metrics import evaluate
 from bench.retrieval import load_dataset, safe_names
+from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.search import keyword_evidence
 from micro_rag_mcp.model.embedder import load_embedder
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 from micro_rag_mcp.text.cjk import read_share

@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import micro_rag_mcp.local.search as search_mod
+import micro_rag_mcp.local.answers.search as search_mod
 from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
 from micro_rag_mcp.local.engine import Engine

@@ -38,11 +38,11 @@ import numpy.typing as npt
 from bench.perf_common import Row, percentiles_ms
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.search.fusion import SearchParams

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.local.answers.keywords import or_query
+from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
-from micro_rag_mcp.local.keywords import or_query
-from micro_rag_mcp.local.search import keyword_evidence
 from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import SearchScope, parse_scope

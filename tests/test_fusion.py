@@ -12,10 +12,10 @@ import pytest
 from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.results import Hit
 from micro_rag_mcp.core.settings import CODE_EXTS, DEFAULT_EXTS
+from micro_rag_mcp.local.answers.search import hybrid_search
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import hybrid_search
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, fuse, prose_share
 from micro_rag_mcp.text.cjk import read_share
 from tests.conftest import make_settings

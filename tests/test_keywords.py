@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.answers.keywords import keyword_hits
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.keywords import keyword_hits
 from micro_rag_mcp.search.terms import (
     LONG_QUERY_TERMS,
     MAX_SEARCHED_TERMS,

@@ -21,9 +21,9 @@ from mcp import Client, StdioServerParameters
 from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.core.records import SkipGroup
+from micro_rag_mcp.local.answers.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats

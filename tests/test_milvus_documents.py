@@ -20,9 +20,9 @@ import pytest
 from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.milvus.cjk_words import gram_tokens, pair_word
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex

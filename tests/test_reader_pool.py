@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.answers.reader_pool import ReaderPool
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
-from micro_rag_mcp.local.reader_pool import ReaderPool
 
 
 def store(path: Path, name: str, text: str) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
 from micro_rag_mcp.search.terms import (
     MAX_SEARCHED_TERMS,

@@ -20,7 +20,7 @@ import pytest
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.mcpkit import stdio_params

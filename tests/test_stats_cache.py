@@ -8,7 +8,7 @@ from pathlib import Path
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.stats_cache import StatsCache
+from micro_rag_mcp.local.catalog.stats_cache import StatsCache
 
 
 def record(path: str) -> FileRecord:

@@ -20,8 +20,8 @@ import pytest
 from mcp import Client
 
 from micro_rag_mcp.core.fsutil import network_fs
-from micro_rag_mcp.local.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.passes.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.local.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING
 from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder

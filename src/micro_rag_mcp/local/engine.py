@@ -27,16 +27,16 @@ from micro_rag_mcp.core.results import (
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.answers import AnswerParts, Answers
+from micro_rag_mcp.local.answers.answers import AnswerParts, Answers
+from micro_rag_mcp.local.answers.listing import CatalogListing
+from micro_rag_mcp.local.answers.status import summarize
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.listing import CatalogListing
-from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
-from micro_rag_mcp.local.status import summarize
-from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
+from micro_rag_mcp.local.passes.writer import PassKind, Writer
+from micro_rag_mcp.local.vectors.cache import VectorCache
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.watch import OFF, Watcher
-from micro_rag_mcp.local.writer import PassKind, Writer
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams

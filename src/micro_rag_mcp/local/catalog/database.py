@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.errors import IndexWriteError
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
-from micro_rag_mcp.local import grams
 from micro_rag_mcp.local.catalog.chunks import ChunkReads
 from micro_rag_mcp.local.catalog.keywords import KeywordSearch
 from micro_rag_mcp.local.catalog.schema import (

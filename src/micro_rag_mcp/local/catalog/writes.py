@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 
+import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.records import FileRecord, NewChunk
-from micro_rag_mcp.local import grams
 from micro_rag_mcp.text.vector_text import vector_key
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
-from micro_rag_mcp.local.ann import ADOPT_MISSING, APPROXIMATE_FROM, Approximate
-from micro_rag_mcp.local.ann import drop as drop_graph
-from micro_rag_mcp.local.vector_search import nearest, similarity
+from micro_rag_mcp.local.vectors.graph import ADOPT_MISSING, APPROXIMATE_FROM, Approximate
+from micro_rag_mcp.local.vectors.graph import drop as drop_graph
+from micro_rag_mcp.local.vectors.queries import nearest, similarity
 
 if TYPE_CHECKING:
     import numpy as np

@@ -30,7 +30,7 @@ from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, Scope, scan
 from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 
 logger = logging.getLogger(__name__)
 

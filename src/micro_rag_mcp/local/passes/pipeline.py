@@ -33,8 +33,8 @@ from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.files import EMBED_BATCH, SyncCounts
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.indexer import Follow, drop_orphans, reconcile, sync_files
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.passes.indexer import Follow, drop_orphans, reconcile, sync_files
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import CountsTokens, Embedder
 from micro_rag_mcp.text.vector_text import embedding_text
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from micro_rag_mcp.local.ann import Approximate
+from micro_rag_mcp.local.vectors.graph import Approximate
 
 if TYPE_CHECKING:
     import numpy as np

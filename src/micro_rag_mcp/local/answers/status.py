@@ -14,7 +14,7 @@ from micro_rag_mcp.core.results import IndexSummary, WriterInfo
 from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import saved_ids
+from micro_rag_mcp.local.vectors.store import saved_ids
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 if TYPE_CHECKING:

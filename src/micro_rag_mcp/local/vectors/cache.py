@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
 from micro_rag_mcp.local.catalog import Catalog, CatalogStats
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import VectorStore, file_stamp, saved_ids
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.vectors.store import VectorStore, file_stamp, saved_ids
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import VECTOR_IDS

@@ -37,8 +37,8 @@ from micro_rag_mcp.ingest.readers import READ_VERSIONS, read_changes
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
-from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
-from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
+from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.model.handle import ModelHandle
 
 logger = logging.getLogger(__name__)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.local.answers.keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
-from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
-from micro_rag_mcp.local.keywords import or_query
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.documents import by_documents, document_terms, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved

@@ -225,10 +225,10 @@ def test_reading_runs_below_the_encoder_when_asked(
 
 
 def test_the_last_file_read_is_told_even_when_embedding_begins_before_the_pass_looks() -> None:
-    from micro_rag_mcp.local.passes.pipeline import _Tally
+    from micro_rag_mcp.local.passes.tally import Tally
 
     told: list[Progress] = []
-    tally = _Tally(told.append, threading.Event())
+    tally = Tally(told.append, threading.Event())
     tally.read(Progress("reading", 1, 3, "a.txt"))
     tally.publish()
     tally.read(Progress("reading", 2, 3, "b.txt"))

@@ -15,8 +15,8 @@ from micro_rag_mcp.core.errors import DataFolderGone, IndexWriteError
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.passes.changes import Batch
 from micro_rag_mcp.local.vectors.store import VectorStore
+from micro_rag_mcp.local.watch.changes import Batch
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids
@@ -370,7 +370,7 @@ def test_no_index_is_made_anew_inside_a_data_folder_that_is_gone(tmp_path: Path)
 
 
 def test_a_trickle_of_changes_never_holds_a_quiet_path_back(tmp_path: Path) -> None:
-    from micro_rag_mcp.local.passes.changes import ChangeQueue
+    from micro_rag_mcp.local.watch.changes import ChangeQueue
 
     queue = ChangeQueue(tmp_path, quiet_s=1.0, max_wait_s=10.0)
     for name in ("a.txt", "b.txt", "c.txt"):

@@ -61,7 +61,7 @@ class IndexState:
     chunks_with_vectors: int
     model: ModelState
     model_error: str | None = None  # why the model FAILED
-    watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
+    watch: str = "off"  # how the index follows the folder; see ``Watcher.status``
     queued: int = 0  # changed paths waiting to be refreshed
     queue_fault: str | None = None  # why they wait, while refreshing them fails
     skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason

@@ -2,7 +2,7 @@
 
 ``Engine`` is a small facade over five parts: the model (``model.ModelHandle``), the
 vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
-(``writer.Writer``), the watcher that refreshes what changes (``watch.Watcher``) and
+(``writer.Writer``), the watcher that refreshes what changes (``watch.watcher.Watcher``) and
 what it answers without writing (``answers.Answers``: search, read, state). It knows
 nothing of MCP; what it returns is in ``results``.
 """
@@ -36,7 +36,7 @@ from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.local.passes.writer import PassKind, Writer
 from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
-from micro_rag_mcp.local.watch import OFF, Watcher
+from micro_rag_mcp.local.watch.watcher import OFF, Watcher
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams

@@ -39,10 +39,10 @@ from micro_rag_mcp.local.answers.search import VectorSide, search_beside
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
 from micro_rag_mcp.local.catalog.stats_cache import StatsCache
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.passes.changes import stale_files
 from micro_rag_mcp.local.passes.writer import Writer
 from micro_rag_mcp.local.vectors.cache import VectorCache, reader_meta
-from micro_rag_mcp.local.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
+from micro_rag_mcp.local.watch.changes import stale_files
+from micro_rag_mcp.local.watch.watcher import STANDBY, WATCHED_ELSEWHERE, Watcher
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams

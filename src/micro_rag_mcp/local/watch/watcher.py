@@ -41,7 +41,7 @@ from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.core.shown import first_few
 from micro_rag_mcp.ingest.ignore import Rule
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder
-from micro_rag_mcp.local.passes.changes import Batch, ChangeFilter, ChangeQueue
+from micro_rag_mcp.local.watch.changes import Batch, ChangeFilter, ChangeQueue
 
 logger = logging.getLogger(__name__)
 

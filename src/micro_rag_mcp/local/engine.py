@@ -1,10 +1,11 @@
 """One served folder, as the server (or a command line) sees it.
 
-``Engine`` is a small facade over five parts: the model (``model.ModelHandle``), the
-vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
-(``writer.Writer``), the watcher that refreshes what changes (``watch.watcher.Watcher``) and
-what it answers without writing (``answers.Answers``: search, read, state). It knows
-nothing of MCP; what it returns is in ``results``.
+``Engine`` is a small facade over its parts: the model (``model.ModelHandle``), the
+vectors held in memory (``vectors.cache.VectorCache``), this process's reindex passes
+(``passes.writer.Writer``), the watcher that refreshes what changes
+(``watch.watcher.Watcher``), and what it answers without writing: a searcher
+(``answers.searcher``), a reader (``answers.reader``) and the index's state
+(``answers.state``). It knows nothing of MCP; what it returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from micro_rag_mcp.core.results import (
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
-from micro_rag_mcp.local.answers.answers import AnswerParts, Answers
 from micro_rag_mcp.local.answers.listing import CatalogListing
+from micro_rag_mcp.local.answers.reader import Reader
+from micro_rag_mcp.local.answers.searcher import Searcher
+from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
 from micro_rag_mcp.local.answers.status import summarize
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
@@ -100,7 +103,9 @@ class Engine:
             self._watcher,
             self._pool,
         )
-        self.answers = Answers(parts, lambda: self.params)
+        self.states = IndexStates(parts)
+        self.searcher = Searcher(parts, lambda: self.params, self.states)
+        self.reader = Reader(parts)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -131,7 +136,7 @@ class Engine:
         # Searches already queued still run (a cancelled one would fail its search with
         # CancelledError); they are short, and new ones run in the caller's thread.
         self._pool.shutdown(wait=False)
-        self.answers.close()
+        self.searcher.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:
             self._startup.join(max(0.0, deadline - time.monotonic()))
@@ -238,8 +243,8 @@ class Engine:
         score_threshold: float = 0.2,
         scope: SearchScope | None = None,
     ) -> SearchOutcome:
-        """The best passages for the query (``Answers.search``)."""
-        return self.answers.search(query, top_k, score_threshold, scope)
+        """The best passages for the query (``Searcher.search``)."""
+        return self.searcher.search(query, top_k, score_threshold, scope)
 
     def read(
         self,
@@ -251,8 +256,8 @@ class Engine:
         max_chars: int = DEFAULT_MAX_CHARS,
         anchor: str | None = None,
     ) -> TextPassage:
-        """The indexed text of one file or a part of it (``Answers.read``)."""
-        return self.answers.read(
+        """The indexed text of one file or a part of it (``Reader.read``)."""
+        return self.reader.read(
             path,
             char_start=char_start,
             char_end=char_end,
@@ -262,8 +267,8 @@ class Engine:
         )
 
     def state(self) -> IndexState:
-        """What is indexed, whether a pass runs, and the model's state (``Answers.state``)."""
-        return self.answers.state()
+        """What is indexed, whether a pass runs, and the model's state (``IndexStates.state``)."""
+        return self.states.state()
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""

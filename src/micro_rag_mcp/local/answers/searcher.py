@@ -1,52 +1,37 @@
-"""The local engine's answers: search (both channels at once), read, and the index's state.
-
-``Answers`` only reads, from a pooled catalog reader, the vectors cached for it and the
-model if it is loaded; it is handed the engine's parts it reads from (the passes'
-writer and the watcher, for their state). ``Engine`` holds one and adds the life cycle
-and the passes that write.
-"""
+"""Searching the local index: both channels at once, from pooled catalog readers, the
+query embedded beside the keyword channel; each hit's file checked against the disk and
+queued for a refresh when it changed."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from concurrent.futures import Future, wait
+from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
-from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
+from micro_rag_mcp.core.errors import IndexUnreadable
 from micro_rag_mcp.core.formats import all_code
-from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
-    Counts,
     Found,
     Hit,
     IndexState,
-    ModelState,
     SearchOutcome,
-    Stage,
-    TextPassage,
     found_notices,
-    index_state,
     state_notices,
 )
-from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.core.shown import shown
-from micro_rag_mcp.ingest.skipped import recorded
+from micro_rag_mcp.core.shown import first_few
 from micro_rag_mcp.local.answers.reader_pool import ReaderPool
 from micro_rag_mcp.local.answers.search import VectorSide, search_beside
-from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt, CatalogStats
-from micro_rag_mcp.local.catalog.stats_cache import StatsCache
-from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.passes.writer import Writer
-from micro_rag_mcp.local.vectors.cache import VectorCache, reader_meta
+from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
+from micro_rag_mcp.local.vectors.cache import reader_meta
 from micro_rag_mcp.local.watch.changes import stale_files
-from micro_rag_mcp.local.watch.watcher import STANDBY, WATCHED_ELSEWHERE, Watcher
+from micro_rag_mcp.local.watch.watcher import STANDBY, WATCHED_ELSEWHERE
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
+from micro_rag_mcp.search.reading import with_context
 from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
 
 if TYPE_CHECKING:
@@ -56,36 +41,24 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerParts:
-    """The parts of an engine its answers read from."""
-
-    settings: Settings
-    paths: IndexPaths
-    model: ModelHandle
-    vectors: VectorCache
-    writer: Writer
-    watcher: Watcher
-    pool: ThreadPoolExecutor
-
-
-class Answers:
-    """What an engine answers without writing: search, read and the index's state.
+class Searcher:
+    """The ``search`` of one index.
 
     ``params`` gives the engine's search parameters at each search (they may be set
-    anew between searches).
+    anew between searches); ``states`` tells the index's state beside the hits.
     """
 
-    def __init__(self, parts: AnswerParts, params: Callable[[], SearchParams]) -> None:
+    def __init__(
+        self, parts: AnswerParts, params: Callable[[], SearchParams], states: IndexStates
+    ) -> None:
         self.settings = parts.settings
-        self.paths = parts.paths
         self._params = params
+        self._states = states
         self._model = parts.model
         self._vectors = parts.vectors
         self._writer = parts.writer
         self._watcher = parts.watcher
         self._pool = parts.pool
-        self._stats = StatsCache()
         self._readers = ReaderPool(parts.paths.catalog)
         self._scopes = ScopeCache()
 
@@ -114,7 +87,7 @@ class Answers:
                 catalog = held.enter_context(self._readers.reader())
             except CatalogCorrupt:
                 self._model_notices(self._model.get(self.settings.model_wait_s), notices)
-                state = self._state(None)
+                state = self._states.of(None)
                 notices.append(
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
@@ -122,7 +95,7 @@ class Answers:
             within = self._scopes.resolve(catalog, scope) if scope is not None else None
             if within is not None and within.empty:
                 notices.append(within.notice())
-                state = self._state(catalog)
+                state = self._states.of(catalog)
                 return SearchOutcome([], state, [*notices, *state_notices(state)])
             found, state = self._search_in(catalog, query, top_k, score_threshold, notices, within)
         notices.extend(state_notices(state))
@@ -142,7 +115,7 @@ class Answers:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
-                stats = self._stats.get(catalog)
+                stats = self._states.counts(catalog)
                 found = search_beside(
                     catalog,
                     query,
@@ -160,7 +133,7 @@ class Answers:
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
             hits = with_context(catalog, self._mark_stale(found.hits, notices))
-            return replace(found, hits=hits), self._state(catalog, stats)
+            return replace(found, hits=hits), self._states.of(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 
@@ -202,44 +175,6 @@ class Answers:
         if embedder is None:
             notices.append(self._model.absent_notice())
 
-    def read(
-        self,
-        path: str,
-        *,
-        char_start: int | None = None,
-        char_end: int | None = None,
-        page: int | None = None,
-        max_chars: int = DEFAULT_MAX_CHARS,
-        anchor: str | None = None,
-    ) -> TextPassage:
-        """The indexed text of one file, a range or page of it, or an anchor's passage
-        (see ``reading``)."""
-        indexing = self._writer.running or lock_is_held(self.paths.lock)
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt as e:
-            raise NotIndexed(
-                f"no file {shown(path)} in the index: nothing is indexed yet"
-                + (" (indexing is running)" if indexing else "")
-            ) from e
-        try:
-            return read_indexed(
-                catalog,
-                self.settings.data_folder,
-                path,
-                char_start=char_start,
-                char_end=char_end,
-                page=page,
-                max_chars=max_chars,
-                indexing=indexing,
-                anchor=anchor,
-                exts=self.settings.exts,
-            )
-        except sqlite3.DatabaseError as e:
-            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-        finally:
-            catalog.close()
-
     def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
         """Flag the hits whose file changed since it was indexed, and queue those files."""
         folder = self.settings.data_folder
@@ -256,50 +191,10 @@ class Answers:
         notices.append(_stale_notice(stale, queued, self._watcher.status))
         return [replace(h, stale=h.chunk.path in stale) for h in hits]
 
-    def state(self) -> IndexState:
-        """What is indexed, whether a pass runs (here or elsewhere), and the model's state."""
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt:
-            return self._state(None)
-        try:
-            return self._state(catalog)
-        finally:
-            catalog.close()
-
-    def _state(self, catalog: Catalog | None, stats: CatalogStats | None = None) -> IndexState:
-        if stats is None and catalog is not None:
-            stats = self._stats.get(catalog)
-        with_vectors = 0
-        if catalog is not None and stats:
-            loaded = self._model.get(0) if self._model.state is ModelState.READY else None
-            space = vector_space(loaded) if loaded is not None else None
-            with_vectors = self._vectors.count(catalog, stats, space=space)
-        stage: Stage | None = self._writer.progress
-        indexing = self._writer.running
-        if stage is None and not indexing:
-            stage = holder_progress(self.paths.lock)
-            indexing = stage is not None
-        counts = Counts()
-        if stats:
-            counts = Counts(stats.files_indexed, stats.files_failed, stats.chunks, with_vectors)
-        return index_state(
-            indexing,
-            stage,
-            counts,
-            self._model.state,
-            self._model.error,
-            watch=self._watcher.status,
-            queued=len(self._watcher.queue),
-            queue_fault=self._watcher.fault,
-            skipped=recorded(catalog) if catalog is not None else (),
-            write_fault=self._writer.write_fault,
-        )
-
 
 def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
     names = sorted(stale)
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    shown = first_few(names)
     many = len(names) > 1
     they, them = ("they", "them") if many else ("it", "it")
     said = (

@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from micro_rag_mcp.core.errors import PassageGone  # noqa: E402
 from micro_rag_mcp.core.settings import Settings  # noqa: E402
 from micro_rag_mcp.ingest.readers import read_document  # noqa: E402
+from micro_rag_mcp.local.answers.search import hybrid_search
 from micro_rag_mcp.local.catalog import Catalog  # noqa: E402
-from micro_rag_mcp.local.indexer import sync_files  # noqa: E402
 from micro_rag_mcp.local.layout import IndexPaths  # noqa: E402
-from micro_rag_mcp.local.search import hybrid_search
+from micro_rag_mcp.local.passes.indexer import sync_files  # noqa: E402
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import MAX_CHARS, read_indexed, with_context  # noqa: E402
 from micro_rag_mcp.text.anchors import make_anchor  # noqa: E402

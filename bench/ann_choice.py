@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.perf_search import clustered_vectors
-from micro_rag_mcp.local.ann import EF_CONSTRUCTION
+from micro_rag_mcp.local.vectors.graph import EF_CONSTRUCTION
 
 DEPTH = 200
 

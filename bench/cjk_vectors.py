@@ -29,8 +29,8 @@ import numpy as np
 
 from bench.metrics import evaluate
 from bench.retrieval import load_dataset, safe_names
+from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.search import keyword_evidence
 from micro_rag_mcp.model.embedder import load_embedder
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 from micro_rag_mcp.text.cjk import read_share
@@ -74,10 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         hits, _, idf = keyword_evidence(catalog, text, params)
         hits = hits[: args.candidates]
         ids = [cid for cid, _ in hits]
-        heads = catalog.head_ids(ids)
+        heads = catalog.chunks.head_ids(ids)
         need = sorted(set(ids) | set(heads.values()))
-        texts = catalog.chunk_texts(need)
-        rows = catalog.fetch(need)
+        texts = catalog.chunks.chunk_texts(need)
+        rows = catalog.chunks.fetch(need)
         vectors = embedder.embed_documents([embedding_text(texts[c][1], texts[c][2]) for c in need])
         cos = dict(zip(need, (vectors @ embedder.embed_query(text)).tolist(), strict=True))
         cosines += cos.values()

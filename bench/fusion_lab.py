@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import micro_rag_mcp.local.search as search_mod
+import micro_rag_mcp.local.answers.search as search_mod
 from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
 from micro_rag_mcp.local.engine import Engine
@@ -99,7 +99,7 @@ def term_shares(index: Path, queries: Mapping[str, str]) -> dict[str, dict[str, 
     stop = SearchParams().stopwords
     for qid, text in queries.items():
         terms = query_terms(text, stopwords=stop)
-        out[qid] = catalog.shares_among(terms)[0] if terms else {}
+        out[qid] = catalog.terms.shares_among(terms)[0] if terms else {}
     catalog.close()
     return out
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from micro_rag_mcp.core.settings import Settings
-    from micro_rag_mcp.local.pipeline import Steps
+    from micro_rag_mcp.local.passes.pipeline import Steps
     from micro_rag_mcp.model.embedder import OnnxEmbedder
 
 SECTION = "indexing"
@@ -78,7 +78,7 @@ class Variant:
 
 def levers() -> dict[str, tuple[str, Variant]]:
     """Each lever alone, by its key for ``--indexing-levers``: (label, way)."""
-    from micro_rag_mcp.local.pipeline import Steps
+    from micro_rag_mcp.local.passes.pipeline import Steps
 
     return {
         "before": (
@@ -103,7 +103,7 @@ def levers() -> dict[str, tuple[str, Variant]]:
 
 def variants(keys: Sequence[str]) -> dict[str, Variant]:
     """The levers named by ``keys``, then the shipped pass."""
-    from micro_rag_mcp.local.pipeline import DEFAULT_STEPS
+    from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS
 
     known = levers()
     unknown = sorted(set(keys) - set(known))
@@ -248,7 +248,9 @@ def profile(settings: object, index: Path, sample: int = 256) -> dict[str, objec
     catalog = Catalog.open(index / "catalog.sqlite3")
     started = time.perf_counter()
     for f, chunks in chunked:
-        catalog.store_file(FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks)
+        catalog.writes.store_file(
+            FileRecord(f.rel, ".x", f.size, f.mtime_ns, "-", "ok", None), chunks
+        )
     seconds["storing"] = time.perf_counter() - started
     catalog.close()
     texts = [embedding_text(c.title, c.text) for _, chunks in chunked for c in chunks]

@@ -342,7 +342,9 @@ def _workers(args: argparse.Namespace, folder: Path, url: str, size: int) -> lis
         )  # fmt: skip
         _log(f"{rows[-1].measure}: {rows[-1].value} ({rows[-1].note})")
         try:
-            MilvusIndex(parse_store_url(made)).drop()  # the curve's collection is another
+            MilvusIndex(
+                parse_store_url(made)
+            ).collections.drop()  # the curve's collection is another
         except StoreUnavailable as e:  # then the server's memory includes it: said below
             _log(f"could not drop {made}: {e}")
     return rows

@@ -38,11 +38,11 @@ import numpy.typing as npt
 from bench.perf_common import Row, percentiles_ms
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.search.fusion import SearchParams
@@ -204,7 +204,7 @@ def _write_catalog(paths: IndexPaths, size: int) -> None:
                 for i, t in enumerate(texts)
             ]
             record = FileRecord(f"f{file_no:07d}.txt", ".txt", 4000, 1, None, "ok", None)
-            catalog.store_file(record, chunks)
+            catalog.writes.store_file(record, chunks)
     finally:
         catalog.close()
 
@@ -217,7 +217,7 @@ def _write_vectors(paths: IndexPaths, size: int) -> None:
     store = VectorStore(paths.vectors, DIMENSION, graph_path=paths.graph, approximate_from=1)
     catalog = Catalog.open(paths.catalog)
     try:  # vectors are keyed by their chunk's text, in the order the chunks were stored
-        _, stored = catalog.id_keys()
+        _, stored = catalog.chunks.id_keys()
         catalog.set_meta("vector_ids", VECTOR_IDS)
     finally:
         catalog.close()

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.batch_chunks:
             engine.batch_chunks = args.batch_chunks  # type: ignore[attr-defined]
         hashed = HashEmbedder()  # the embedder engine_for gives the engine
-        engine.index.create(hashed.dimension, engine.identity(hashed))  # type: ignore[attr-defined]
+        engine.index.collections.create(hashed.dimension, engine.identity(hashed))  # type: ignore[attr-defined]
         profiler = cProfile.Profile()
         started = time.perf_counter()
         if args.profile:

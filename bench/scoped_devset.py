@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.local.answers.search import hybrid_search
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.indexer import sync_files
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.search import hybrid_search
+from micro_rag_mcp.local.passes.indexer import sync_files
 from micro_rag_mcp.model.embedder import load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import parse_scope, resolve

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import micro_rag_mcp.local.search as search_mod
+import micro_rag_mcp.local.answers.search as search_mod
 from bench.retrieval import (
     CHANNELS,
     MEASURES,

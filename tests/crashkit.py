@@ -21,7 +21,7 @@ from pathlib import Path
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.text.chunking import chunk_text
 from tests.fakes import FakeEmbedder
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 
 
 def vector_ids(index: Path, dimension: int = 64) -> set[int]:

@@ -15,7 +15,7 @@ import pytest
 
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import write
@@ -177,7 +177,7 @@ class _StopAfter(threading.Event):
 
 
 def test_a_stop_during_a_graph_build_ends_it_at_the_next_slice(tmp_path: Path) -> None:
-    from micro_rag_mcp.local.ann import BUILD_SLICE
+    from micro_rag_mcp.local.vectors.graph import BUILD_SLICE
 
     store = store_at(tmp_path)
     vectors = unit_vectors(2 * BUILD_SLICE + 10)

@@ -14,9 +14,9 @@ import pytest
 from micro_rag_mcp.core.errors import DataFolderGone, IndexWriteError
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.changes import Batch
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
+from micro_rag_mcp.local.watch.changes import Batch
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids
@@ -244,8 +244,8 @@ def test_changes_noted_for_a_pass_stay_noted_until_a_pass_takes_them(data: Path)
     write(data / "b.txt", "Bravo of the pelican.")
     eng._note_changes(["b.txt"])
     catalog = Catalog.open(data / "index" / "catalog.sqlite3")
-    assert catalog.take_pending() == ["b.txt"] and catalog.take_pending() == []
-    catalog.add_pending(["b.txt"])
+    assert catalog.writes.take_pending() == ["b.txt"] and catalog.writes.take_pending() == []
+    catalog.writes.add_pending(["b.txt"])
     catalog.close()
     eng.reindex(path_glob="a.txt")  # any pass takes what was noted
     assert paths_found(eng, "pelican") == {"b.txt"}
@@ -370,7 +370,7 @@ def test_no_index_is_made_anew_inside_a_data_folder_that_is_gone(tmp_path: Path)
 
 
 def test_a_trickle_of_changes_never_holds_a_quiet_path_back(tmp_path: Path) -> None:
-    from micro_rag_mcp.local.changes import ChangeQueue
+    from micro_rag_mcp.local.watch.changes import ChangeQueue
 
     queue = ChangeQueue(tmp_path, quiet_s=1.0, max_wait_s=10.0)
     for name in ("a.txt", "b.txt", "c.txt"):

@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.text.cjk import (
-    bigrams,
-    gram_token,
-    gram_tokens,
-    has_cjk,
-    pair_word,
-    query_grams,
-)
+from micro_rag_mcp.milvus.cjk_words import gram_token, gram_tokens, pair_word
+from micro_rag_mcp.text.cjk import bigrams, has_cjk, query_grams
 from tests.formatfactory import make_xlsx
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.local.answers.keywords import or_query
+from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
-from micro_rag_mcp.local.keywords import or_query
-from micro_rag_mcp.local.search import keyword_evidence
 from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import SearchScope, parse_scope
@@ -39,12 +39,12 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_p
     assert sum(query_gram_counts(DESCRIPTION).values()) >= DOCUMENT_GRAMS
     catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
     try:  # the passages alone put the repeated third first
-        best = catalog.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
-        assert catalog.fetch([best[0][0]])[best[0][0]].path == "part.txt"
+        best = catalog.keywords.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
+        assert catalog.chunks.fetch([best[0][0]])[best[0][0]].path == "part.txt"
         # A short query is a passage's: its hits are the passage channel's alone.
         short = DESCRIPTION[2:8]
         hits, _, _ = keyword_evidence(catalog, short, SearchParams())
-        assert hits == catalog.cjk_search(or_query(list(query_gram_counts(short))), 200)
+        assert hits == catalog.keywords.cjk_search(or_query(list(query_gram_counts(short))), 200)
     finally:
         catalog.close()
     assert by_keyword(engine, DESCRIPTION)[0] == "whole.txt"

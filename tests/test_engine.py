@@ -12,8 +12,8 @@ from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.core.results import ModelState
 from micro_rag_mcp.ingest.files import EMBED_BATCH
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.pipeline import Steps
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.passes.pipeline import Steps
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.handle import ModelHandle
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder

@@ -12,10 +12,10 @@ import pytest
 from micro_rag_mcp.core.formats import is_code
 from micro_rag_mcp.core.results import Hit
 from micro_rag_mcp.core.settings import CODE_EXTS, DEFAULT_EXTS
+from micro_rag_mcp.local.answers.search import hybrid_search
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import hybrid_search
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, fuse, prose_share
 from micro_rag_mcp.text.cjk import read_share
 from tests.conftest import make_settings
@@ -84,8 +84,8 @@ def search_with_vectors(
 
 def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:
     """The file of each saved vector, by the vector's key (the ids ``keep`` names)."""
-    ids, keys = catalog.id_keys()
-    rows = catalog.fetch(ids.tolist())
+    ids, keys = catalog.chunks.id_keys()
+    rows = catalog.chunks.fetch(ids.tolist())
     saved = set(store.ids().tolist())
     paths = {int(k): rows[int(c)].path for c, k in zip(ids, keys, strict=True) if int(c) in rows}
     assert set(paths) == saved  # every chunk's vector is saved, and no other
@@ -335,9 +335,9 @@ def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
     engine.reindex()
     catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
     try:
-        ids, _ = catalog.id_keys()
-        rows = catalog.fetch(ids.tolist())
-        code = catalog.code_chunks(ids.tolist())
+        ids, _ = catalog.chunks.id_keys()
+        rows = catalog.chunks.fetch(ids.tolist())
+        code = catalog.chunks.code_chunks(ids.tolist())
         assert {rows[int(c)].path for c in code} == {p.name for p in data.glob(f"*{suffix}")}
         assert len(code) < len(ids)  # the Markdown note is not code
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import micro_rag_mcp.local.indexer as indexer
+import micro_rag_mcp.local.passes.indexer as indexer
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.ingest.scanner import ScanResult
 from micro_rag_mcp.local.engine import Engine

@@ -19,3 +19,12 @@ def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path
     assert recorded_precision(f"{MODEL_ID}{INT8_SUFFIX};{VECTOR_RECIPE}") == "int8"
     assert recorded_precision(f"{MODEL_ID};{VECTOR_RECIPE}") == "fp32"
     assert recorded_precision("") == "fp32"
+
+
+def test_the_chunking_record_is_written_as_every_index_holds_it_and_read_back() -> None:
+    from micro_rag_mcp.core.settings import Chunking
+
+    assert Chunking(640, 64).recorded == "chars:640/64;titles:2"  # as indexes hold it
+    assert Chunking.from_record("chars:640/64;titles:2") == Chunking(640, 64)
+    assert Chunking.from_record("chars:1000/200") == Chunking(1000, 200, titles=0)
+    assert Chunking.from_record("chars:x/1") is None and Chunking.from_record("") is None

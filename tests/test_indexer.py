@@ -13,9 +13,9 @@ from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
 from micro_rag_mcp.ingest.files import document_title
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.indexer import sync_files
 from micro_rag_mcp.local.layout import IndexPaths, open_for_writing
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.passes.indexer import sync_files
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import embedding_text
 from tests.conftest import make_settings

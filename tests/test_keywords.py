@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.answers.keywords import keyword_hits
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.keywords import keyword_hits
 from micro_rag_mcp.search.terms import (
     LONG_QUERY_TERMS,
     MAX_SEARCHED_TERMS,
@@ -24,7 +24,7 @@ def catalog_of(path: Path, texts: list[str]) -> Catalog:
     catalog = Catalog.open(path / "catalog.sqlite3")
     for i, text in enumerate(texts):
         record = FileRecord(f"f{i}.txt", ".txt", 10, 1, None, "ok", None)
-        catalog.store_file(record, [NewChunk(0, 0, len(text), 1, 1, None, "", text)])
+        catalog.writes.store_file(record, [NewChunk(0, 0, len(text), 1, 1, None, "", text)])
     return catalog
 
 
@@ -35,7 +35,7 @@ def test_a_word_in_most_chunks_is_left_out_and_the_order_is_kept(tmp_path: Path)
     catalog = catalog_of(tmp_path, texts)
     hits, _ = keyword_hits(catalog, ["report", "walrus"], 10, (1.0, 1.0))
     assert [cid for cid, _ in hits] == [4, 12]  # chunk ids start at 1
-    full = catalog.keyword_search('"report" OR "walrus"', 10)
+    full = catalog.keywords.keyword_search('"report" OR "walrus"', 10)
     assert [cid for cid, _ in full][:2] == [4, 12]  # the same order as scoring every row
     assert len(full) == 10  # which would have scored every chunk
 
@@ -52,7 +52,7 @@ def test_term_shares_are_estimated_from_windows_spread_over_the_ids(
 ) -> None:
     texts = [("even all" if i % 2 == 0 else "odd all") + f" row{i}" for i in range(400)]
     catalog = catalog_of(tmp_path, texts)
-    shares, _ = catalog.shares_among([term], windows=4, width=20)  # 80 of the 400 rows
+    shares, _ = catalog.terms.shares_among([term], windows=4, width=20)  # 80 of the 400 rows
     assert shares[term] == pytest.approx(share)
 
 
@@ -70,13 +70,13 @@ def test_cjk_shares_are_counted_among_the_chunks_that_hold_cjk_text(
     else:
         texts += chinese
     catalog = catalog_of(tmp_path, texts)
-    shares, _ = catalog.shares_among(["图书", "的古", "政厅", "火车"], 4, 20, "chunks_cjk")
+    shares, _ = catalog.terms.shares_among(["图书", "的古", "政厅", "火车"], 4, 20, "chunks_cjk")
     assert shares == pytest.approx({"图书": 0.5, "的古": 0.25, "政厅": 0.5, "火车": 0.0})
     # The words' shares are still counted over every chunk's windows.
-    assert catalog.shares_among(["english"], 4, 20)[0]["english"] == pytest.approx(1.0)
+    assert catalog.terms.shares_among(["english"], 4, 20)[0]["english"] == pytest.approx(1.0)
     # and a pair's idf is FTS5's over the rows that hold CJK text
-    assert catalog.shares_among([], 4, 20, table="chunks_cjk")[1] == 4
-    assert catalog.shares_among([], 4, 20)[1] == len(texts)
+    assert catalog.terms.shares_among([], 4, 20, table="chunks_cjk")[1] == 4
+    assert catalog.terms.shares_among([], 4, 20)[1] == len(texts)
 
 
 PARAGRAPH = (

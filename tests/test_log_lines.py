@@ -26,7 +26,9 @@ def test_a_name_with_control_characters_is_logged_on_one_line(
 ) -> None:
     configure(0)  # type: ignore[operator]
     name = "notes\n2026-12-01 WARNING forged line\x1b[2J.txt"
-    logging.getLogger("micro_rag_mcp.local.indexer").warning("cannot index %s: %s", name, "broken")
+    logging.getLogger("micro_rag_mcp.local.passes.indexer").warning(
+        "cannot index %s: %s", name, "broken"
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "notes\\n2026-12-01 WARNING forged line\\x1b[2J.txt" in err

@@ -21,9 +21,9 @@ from mcp import Client, StdioServerParameters
 from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.core.records import SkipGroup
+from micro_rag_mcp.local.answers.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
@@ -279,7 +279,7 @@ def keyword_evidence_of(
             def both(query: str) -> tuple[dict[str, float], list[tuple[str, float]]]:
                 found, _ = keyword_candidates(catalog, query, params)
                 ids = [cid for cid, _ in found]
-                paths = {cid: c.path for cid, c in catalog.fetch(ids).items()}
+                paths = {cid: c.path for cid, c in catalog.chunks.fetch(ids).items()}
                 hits = milvus_keyword_hits(index, stats, query_terms(query), [], params.depth)
                 return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
 
@@ -851,7 +851,7 @@ def test_a_store_with_keywords_laid_out_otherwise_is_refused_not_mixed(
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "keywords"}
     if keywords is not None:
         made_before["keywords"] = keywords
-    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    MilvusIndex(config).collections.create(FakeEmbedder().dimension, made_before)
     with pytest.raises(StoreMismatch, match="another release .* keywords"):
         engine.reindex()
     with pytest.raises(StoreMismatch, match="another release"):
@@ -865,7 +865,7 @@ def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_ser
     config = milvus.config()
     engine = store_engine(folder, config)
     made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
-    MilvusIndex(config).create(FakeEmbedder().dimension, made_before)
+    MilvusIndex(config).collections.create(FakeEmbedder().dimension, made_before)
     with pytest.raises(StoreMismatch, match="another release .* files"):
         engine.reindex()
     found = store_engine(folder, config).search("fox")  # read, not refused

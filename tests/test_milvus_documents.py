@@ -20,9 +20,10 @@ import pytest
 from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.keywords import or_query
+from micro_rag_mcp.milvus.cjk_words import gram_tokens, pair_word
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
 from micro_rag_mcp.milvus.keywords import K1, B, keyword_parts
@@ -32,7 +33,7 @@ from micro_rag_mcp.milvus.sync import write_grams
 from micro_rag_mcp.milvus.whole_files import FileSample, FileStats, rescored, whole_file_hits
 from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.text.cjk import gram_tokens, pair_word, query_gram_counts
+from micro_rag_mcp.text.cjk import query_gram_counts
 from tests.cjkkit import DESCRIPTION, filler, write_case_folder
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
@@ -54,7 +55,9 @@ def cases(tmp_path: Path) -> Path:
 
 def grams_of(index: MilvusIndex) -> dict[str, list[str]]:
     """Each path's grams rows (their words), as the collection holds them."""
-    rows = index.connect().query(index.grams, filter='path != ""', output_fields=["path", "pairs"])
+    rows = index.collections.connect().query(
+        index.collections.grams, filter='path != ""', output_fields=["path", "pairs"]
+    )
     out: dict[str, list[str]] = {}
     for r in rows:
         out.setdefault(str(r["path"]), []).append(str(r["pairs"]))
@@ -63,9 +66,11 @@ def grams_of(index: MilvusIndex) -> dict[str, list[str]]:
 
 def as_an_older_release_made_it(index: MilvusIndex) -> None:
     """No grams collection, and the files layout recorded before it."""
-    index.connect().drop_collection(index.grams)
-    index.record_identity({"files": OLDER_LAYOUT})
-    index.check_identity({"files": OLDER_LAYOUT}, ["files"])  # an older release takes it
+    index.collections.connect().drop_collection(index.collections.grams)
+    index.collections.record_identity({"files": OLDER_LAYOUT})
+    index.collections.check_identity(
+        {"files": OLDER_LAYOUT}, ["files"]
+    )  # an older release takes it
 
 
 def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
@@ -168,7 +173,7 @@ def test_a_store_made_before_the_grams_collection_gets_its_rows_at_its_next_pass
     store.params = KEYWORD
     try:
         store.reindex()
-        assert store.index.grams_whole()
+        assert store.index.collections.grams_whole()
         as_an_older_release_made_it(store.index)
     finally:
         store.stop()
@@ -178,18 +183,18 @@ def test_a_store_made_before_the_grams_collection_gets_its_rows_at_its_next_pass
     reader.params = writer.params = KEYWORD
     try:
         # Until a pass writes the rows, a long query ranks by its passages.
-        assert not reader.index.grams_whole()
+        assert not reader.index.collections.grams_whole()
         assert paths(reader, DESCRIPTION, 1) == ["part.txt"]
         report = writer.reindex()
         assert report.chunks_embedded == 0  # nothing embedded again
-        assert reader.index.grams_whole()
+        assert reader.index.collections.grams_whole()
         assert sorted(grams_of(reader.index)) == sorted(p.name for p in cases.glob("*.txt"))
         assert paths(reader, DESCRIPTION, 1) == ["whole.txt"]
         # the pass recorded its layout: an older release, which would add files without
         # their grams rows, is refused from now on (it was taken before)
-        assert reader.index.identity()["files"] == FILES_LAYOUT
+        assert reader.index.collections.identity()["files"] == FILES_LAYOUT
         with pytest.raises(StoreMismatch, match="another release"):
-            reader.index.check_identity({"files": OLDER_LAYOUT}, ["files"])
+            reader.index.collections.check_identity({"files": OLDER_LAYOUT}, ["files"])
     finally:
         reader.stop()
         writer.stop()
@@ -202,14 +207,14 @@ def test_the_rows_of_a_store_made_before_are_whole_once_every_share_wrote_them(
     try:
         store.reindex()
         index = store.index
-        index.connect().drop_collection(index.grams)
-        index.create(FakeEmbedder().dimension, {})  # the collection, without its marks
-        assert not index.grams_whole()
-        index.mark_grams((1, 2))
-        assert not index.grams_whole()
-        index.mark_grams((1, 3))
-        index.mark_grams((2, 2))
-        assert index.grams_whole()
+        index.collections.connect().drop_collection(index.collections.grams)
+        index.collections.create(FakeEmbedder().dimension, {})  # the collection, without its marks
+        assert not index.collections.grams_whole()
+        index.collections.mark_grams((1, 2))
+        assert not index.collections.grams_whole()
+        index.collections.mark_grams((1, 3))
+        index.collections.mark_grams((2, 2))
+        assert index.collections.grams_whole()
     finally:
         store.stop()
 
@@ -230,7 +235,9 @@ def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
         index = store.index
         version = index.file_rows(["other0.txt"])["other0.txt"].version
         spans = [(DESCRIPTION + "。" + DESCRIPTION, 0, 121)]
-        index.insert_grams(gram_rows("other0.txt", version + 1, "", spans))  # a killed write's
+        index.pairs.insert_grams(
+            gram_rows("other0.txt", version + 1, "", spans)
+        )  # a killed write's
         index.seal()
         counts = query_gram_counts(DESCRIPTION)
         chunks, known = index.count_chunks(), {}
@@ -244,7 +251,7 @@ def test_grams_rows_of_a_version_that_is_not_the_file_s_are_never_used(
         assert "other0.txt" not in [p for p, _, _ in found]
         assert "other0.txt" not in paths(store, DESCRIPTION, 10)
         assert paths(store, DESCRIPTION, 1) == ["whole.txt"]
-        index.insert_grams(gram_rows("other0.txt", version, "", spans))  # as the current one
+        index.pairs.insert_grams(gram_rows("other0.txt", version, "", spans))  # as the current one
         index.seal()
         assert "other0.txt" in paths(store, DESCRIPTION, 10)
 
@@ -274,13 +281,24 @@ def test_sharded_workers_each_write_their_share_once_and_the_store_is_whole_afte
         mine = {p.name for p in cases.glob("*.txt") if in_shard(p.name, (1, 2))}
         assert 0 < len(mine) < 10
         assert set(grams_of(index)) == mine
-        assert index.grams_done((1, 2)) and not index.grams_done((2, 2))
-        assert not index.grams_whole()
-        ids = sorted(r["id"] for r in index.connect().query(index.grams, filter="id >= 0"))
+        assert index.collections.grams_done((1, 2)) and not index.collections.grams_done((2, 2))
+        assert not index.collections.grams_whole()
+        ids = sorted(
+            r["id"]
+            for r in index.collections.connect().query(index.collections.grams, filter="id >= 0")
+        )
         first.reindex()  # its share is written: not again
-        assert sorted(r["id"] for r in index.connect().query(index.grams, filter="id >= 0")) == ids
+        assert (
+            sorted(
+                r["id"]
+                for r in index.collections.connect().query(
+                    index.collections.grams, filter="id >= 0"
+                )
+            )
+            == ids
+        )
         second.reindex()
-        assert index.grams_whole()
+        assert index.collections.grams_whole()
         assert sorted(grams_of(index)) == sorted(p.name for p in cases.glob("*.txt"))
         assert paths(second, DESCRIPTION, 1) == ["whole.txt"]
     finally:
@@ -293,7 +311,7 @@ def test_a_stopped_backfill_leaves_no_file_s_rows_twice(milvus: MilvusServer, ca
     store = store_engine(cases, config)
     try:
         index = store.index
-        index.create(FakeEmbedder().dimension, {})
+        index.collections.create(FakeEmbedder().dimension, {})
         known = index.files()
         seen: list[Progress] = []
 
@@ -304,14 +322,14 @@ def test_a_stopped_backfill_leaves_no_file_s_rows_twice(milvus: MilvusServer, ca
 
         with pytest.raises(Stopped):
             write_grams(index, known, None, stop_after_two, batch_files=2)
-        assert len(grams_of(index)) == 4 and not index.grams_done(None)
+        assert len(grams_of(index)) == 4 and not index.collections.grams_done(None)
         write_grams(index, known, None, batch_files=3)
         rows = grams_of(index)
         assert sorted(rows) == sorted(known) and all(len(r) == 1 for r in rows.values())
         held = rows["whole.txt"][0].split()
         pairs = [DESCRIPTION[i + j : i + j + 2] for i in range(0, 60, 15) for j in range(14)]
         assert [held.count(pair_word(g)) for g in pairs] == [1] * len(pairs)
-        assert index.grams_whole()
+        assert index.collections.grams_whole()
     finally:
         store.stop()
 
@@ -324,7 +342,7 @@ def test_a_worker_refused_by_a_store_adds_no_collection_to_it(
     try:
         with pytest.raises(StoreMismatch):
             other.reindex()
-        assert not other.index.connect().has_collection(other.index.grams)
+        assert not other.index.collections.connect().has_collection(other.index.collections.grams)
     finally:
         other.stop()
 
@@ -373,10 +391,10 @@ def test_a_file_longer_than_a_row_is_ranked_whole_as_in_the_embedded_store(
 def files_cjk_scores(data: Path, counts: Mapping[str, int]) -> dict[str, float]:
     """The embedded store's whole-file scores of a long CJK query, by path."""
     with closing(Catalog.open_reader(data / "index" / "catalog.sqlite3")) as catalog:
-        shares, _ = catalog.shares_among(list(counts), table="chunks_cjk")
-        found = catalog.cjk_file_search(or_query(document_terms(counts, shares)), 100)
-        first = catalog.first_chunks([fid for fid, _ in found])
-        chunks = catalog.fetch(list(first.values()))
+        shares, _ = catalog.terms.shares_among(list(counts), table="chunks_cjk")
+        found = catalog.keywords.cjk_file_search(or_query(document_terms(counts, shares)), 100)
+        first = catalog.chunks.first_chunks([fid for fid, _ in found])
+        chunks = catalog.chunks.fetch(list(first.values()))
         return {chunks[first[fid]].path: score for fid, score in found}
 
 

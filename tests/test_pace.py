@@ -58,9 +58,11 @@ def test_the_server_logs_a_long_pass_at_info(
     for i in range(3):
         (data / f"n{i}.txt").write_text(f"Note {i}.")
     engine._writer.log_every_s = 0.0  # every step of this short pass is "long"
-    with caplog.at_level(logging.INFO, logger="micro_rag_mcp.local.writer"):
+    with caplog.at_level(logging.INFO, logger="micro_rag_mcp.local.passes.writer"):
         engine.reindex()
-    lines = [r.getMessage() for r in caplog.records if r.name == "micro_rag_mcp.local.writer"]
+    lines = [
+        r.getMessage() for r in caplog.records if r.name == "micro_rag_mcp.local.passes.writer"
+    ]
     assert "reading files: 3 of 3" in lines
     assert any(line.startswith("embedding chunks: 3 of 3; 3 files read") for line in lines)
 

@@ -22,8 +22,8 @@ from micro_rag_mcp.ingest.files import EMBED_BATCH
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.pipeline import Steps
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.passes.pipeline import Steps
+from micro_rag_mcp.local.vectors.store import VectorStore
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import catalog_rows, chunk_ids, chunk_keys, vector_ids, write
@@ -225,10 +225,10 @@ def test_reading_runs_below_the_encoder_when_asked(
 
 
 def test_the_last_file_read_is_told_even_when_embedding_begins_before_the_pass_looks() -> None:
-    from micro_rag_mcp.local.pipeline import _Tally
+    from micro_rag_mcp.local.passes.tally import Tally
 
     told: list[Progress] = []
-    tally = _Tally(told.append, threading.Event())
+    tally = Tally(told.append, threading.Event())
     tally.read(Progress("reading", 1, 3, "a.txt"))
     tally.publish()
     tally.read(Progress("reading", 2, 3, "b.txt"))

@@ -9,22 +9,22 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.answers.reader_pool import ReaderPool
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
-from micro_rag_mcp.local.reader_pool import ReaderPool
 
 
 def store(path: Path, name: str, text: str) -> None:
     catalog = Catalog.open(path)
     try:
         record = FileRecord(name, ".txt", len(text), 1, None, "ok", None)
-        catalog.store_file(record, [NewChunk(0, 0, len(text), 1, 1, None, "", text)])
+        catalog.writes.store_file(record, [NewChunk(0, 0, len(text), 1, 1, None, "", text)])
     finally:
         catalog.close()
 
 
 def paths_found(catalog: Catalog, word: str) -> set[str]:
-    ids = [cid for cid, _ in catalog.keyword_search(f'"{word}"', 10)]
-    return {c.path for c in catalog.fetch(ids).values()}
+    ids = [cid for cid, _ in catalog.keywords.keyword_search(f'"{word}"', 10)]
+    return {c.path for c in catalog.chunks.fetch(ids).values()}
 
 
 @pytest.fixture

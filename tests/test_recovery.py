@@ -201,7 +201,7 @@ def test_a_full_disk_at_start_up_never_sets_a_healthy_catalog_aside(indexed: Pat
 def test_a_failed_vector_save_is_written_by_the_next_reindex(
     indexed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import micro_rag_mcp.local.vectors as vectors_module
+    import micro_rag_mcp.local.vectors.store as vectors_module
 
     (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
     eng = fresh_engine(indexed)
@@ -237,7 +237,7 @@ def assert_vectors_match_text(data: Path) -> None:
     """Every chunk's vector is the embedding of its own text."""
     import numpy as np
 
-    from micro_rag_mcp.local.vectors import VectorStore
+    from micro_rag_mcp.local.vectors.store import VectorStore
     from micro_rag_mcp.text.vector_text import embedding_text
 
     conn = sqlite3.connect(data / "index" / "catalog.sqlite3")

@@ -14,8 +14,8 @@ from mcp import Client
 
 from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vector_search import SUBSET_EXACT
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.queries import SUBSET_EXACT
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.scope import parse_scope, parse_time
 from tests.mcpkit import run_client

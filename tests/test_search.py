@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.keywords import or_query
 from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
 from micro_rag_mcp.search.terms import (
     MAX_SEARCHED_TERMS,
@@ -47,7 +47,7 @@ def test_any_query_string_is_a_valid_fts5_expression(tmp_path: Path, query: str)
     cat = Catalog.open(tmp_path / "c.sqlite3")
     expr = fts_query(query)
     if expr is not None:
-        cat.keyword_search(expr, 10)  # raises sqlite3.OperationalError on bad syntax
+        cat.keywords.keyword_search(expr, 10)  # raises sqlite3.OperationalError on bad syntax
     cat.close()
 
 

@@ -20,7 +20,7 @@ import pytest
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.mcpkit import stdio_params
@@ -111,7 +111,7 @@ def test_server_stopped_while_embedding_exits_0_and_keeps_its_vectors(
     assert float(ready[1]) >= float(loaded[1]), log  # the same load, timed around it
     catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
     try:
-        chunk_keys = set(catalog.id_keys()[1].tolist())
+        chunk_keys = set(catalog.chunks.id_keys()[1].tolist())
     finally:
         catalog.close()
     saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)
@@ -160,7 +160,7 @@ def test_closing_stdin_during_a_clients_reindex_stops_its_pass_and_keeps_vectors
     assert "reindex stopped: the server is stopping" in log, log
     catalog = Catalog.open(data / "index" / "catalog.sqlite3", check=True)
     try:
-        chunk_keys = set(catalog.id_keys()[1].tolist())
+        chunk_keys = set(catalog.chunks.id_keys()[1].tolist())
     finally:
         catalog.close()
     saved = VectorStore.load(data / "index" / "faiss.index", DIMENSION)

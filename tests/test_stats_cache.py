@@ -8,7 +8,7 @@ from pathlib import Path
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.stats_cache import StatsCache
+from micro_rag_mcp.local.catalog.stats_cache import StatsCache
 
 
 def record(path: str) -> FileRecord:
@@ -26,9 +26,9 @@ def test_counts_are_kept_until_another_connection_writes(tmp_path: Path) -> None
     first = cache.get(reader)
     assert (first.files_indexed, first.chunks) == (0, 0)
     assert cache.get(reader) is first  # nothing changed: not counted again
-    writer.store_file(record("a.txt"), chunks("alpha", "beta"))
+    writer.writes.store_file(record("a.txt"), chunks("alpha", "beta"))
     assert (cache.get(reader).files_indexed, cache.get(reader).chunks) == (1, 2)
-    writer.remove_file("a.txt")
+    writer.writes.remove_file("a.txt")
     assert cache.get(reader).chunks == 0
     writer.close()
     reader.close()
@@ -45,7 +45,8 @@ def test_counts_follow_a_write_from_another_process(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from micro_rag_mcp.local.catalog import Catalog\n"
         "from tests.test_stats_cache import chunks, record\n"
-        "Catalog.open(Path(sys.argv[1])).store_file(record('b.txt'), chunks('x', 'y', 'z'))\n"
+        "catalog = Catalog.open(Path(sys.argv[1]))\n"
+        "catalog.writes.store_file(record('b.txt'), chunks('x', 'y', 'z'))\n"
     )
     root = Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=60, cwd=root)

@@ -9,8 +9,8 @@ import pytest
 
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.cache import VectorCache, reader_meta
+from micro_rag_mcp.local.vectors.store import VectorStore
 from tests.fakes import FakeEmbedder
 from tests.indexkit import write
 

@@ -20,9 +20,9 @@ import pytest
 from mcp import Client
 
 from micro_rag_mcp.core.fsutil import network_fs
-from micro_rag_mcp.local.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.watch import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING
+from micro_rag_mcp.local.watch.changes import ChangeFilter, ChangeQueue
+from micro_rag_mcp.local.watch.watcher import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING
 from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import catalog_rows, write
@@ -126,7 +126,7 @@ def test_a_file_written_in_pieces_is_indexed_whole(data: Path) -> None:
 def test_changes_that_cannot_matter_trigger_no_work(
     data: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="micro_rag_mcp.local.watch")
+    caplog.set_level(logging.DEBUG, logger="micro_rag_mcp.local.watch.watcher")
     write(data / ".gitignore", "logs/\n")
     with following(data) as eng:
         write(data / "logs" / "app.txt", "An ignored folder is never indexed.")

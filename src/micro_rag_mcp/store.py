@@ -127,13 +127,13 @@ def recorded_identity(index_folder: Path, config: StoreConfig | None) -> dict[st
     ``vector_space``, its ``chunking`` and, in an index folder, its ``scope``; {} for
     none yet."""
     if config is None:
-        from micro_rag_mcp.local.status import recorded_identity as recorded_here
+        from micro_rag_mcp.local.answers.status import recorded_identity as recorded_here
 
         return recorded_here(index_folder)
     from micro_rag_mcp.milvus.index import MilvusIndex
 
     index = MilvusIndex(config)
     try:
-        return index.identity() or {}
+        return index.collections.identity() or {}
     finally:
-        index.close()
+        index.collections.close()

@@ -9,7 +9,6 @@ parameter and the value given, which is what a model needs to correct its call.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 import annotated_types
@@ -18,6 +17,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from micro_rag_mcp.core.errors import InvalidArgument
+from micro_rag_mcp.core.shown import shown as shown  # also the edges' quoting
 
 _KINDS = {
     "int_type": "an integer",
@@ -28,7 +28,6 @@ _KINDS = {
     "list_type": "a list of strings",
 }
 _BOUNDS = {"greater_than_equal", "less_than_equal"}
-_SHOWN_CHARS = 80  # of a value quoted back
 
 # The longest strings the tools and the CLI take. A query is embedded as its first 256
 # word pieces (about 1,000 characters); a path or a glob as long as the longest path
@@ -72,17 +71,6 @@ def too_long(name: str, limit: int, length: int) -> str:
 def too_many(name: str, limit: int, count: int) -> str:
     """The sentence for a list over its limit."""
     return f"{name} must hold at most {limit:,} items (got {count:,})"
-
-
-def shown(value: Any) -> str:
-    """A value as JSON, cut short: what the caller sent, as the caller wrote it."""
-    if isinstance(value, str):
-        value = value[:_SHOWN_CHARS]  # not a copy of a 50 MB string to quote 80 of it
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= _SHOWN_CHARS else f"{text[: _SHOWN_CHARS - 1]}…"
 
 
 def _integral_numbers(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from micro_rag_mcp.core.records import SkipGroup, StoredChunk
 
@@ -61,7 +61,7 @@ class IndexState:
     chunks_with_vectors: int
     model: ModelState
     model_error: str | None = None  # why the model FAILED
-    watch: str = "off"  # how the index follows the folder; see ``watch.Watcher.status``
+    watch: str = "off"  # how the index follows the folder; see ``Watcher.status``
     queued: int = 0  # changed paths waiting to be refreshed
     queue_fault: str | None = None  # why they wait, while refreshing them fails
     skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
@@ -73,6 +73,61 @@ class IndexState:
         if self.model is ModelState.FAILED:
             return f"unavailable: {self.model_error}"
         return self.model.value
+
+
+class Stage(Protocol):
+    """How far a pass is: a ``Progress``, or another process's lock record."""
+
+    @property
+    def phase(self) -> str | None: ...
+    @property
+    def done(self) -> int | None: ...
+    @property
+    def total(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What an index holds, as its state reports it."""
+
+    files_indexed: int = 0
+    files_failed: int = 0
+    chunks: int = 0
+    with_vectors: int = 0
+
+
+def index_state(
+    indexing: bool,
+    stage: Stage | None,
+    counts: Counts,
+    model: ModelState,
+    model_error: str | None,
+    *,
+    watch: str = "off",
+    queued: int = 0,
+    queue_fault: str | None = None,
+    skipped: tuple[SkipGroup, ...] = (),
+    write_fault: str | None = None,
+) -> IndexState:
+    """The one way an engine states its index: a pass (and how far it is), the counts,
+    the model's state, and how the index follows the folder where the engine does."""
+    return IndexState(
+        indexing=indexing,
+        phase=stage.phase if stage is not None else None,
+        done=stage.done if stage is not None else None,
+        total=stage.total if stage is not None else None,
+        files_indexed=counts.files_indexed,
+        files_failed=counts.files_failed,
+        chunks_total=counts.chunks,
+        chunks_with_vectors=counts.with_vectors,
+        model=model,
+        model_error=model_error,
+        watch=watch,
+        queued=queued,
+        queue_fault=queue_fault,
+        skipped=skipped,
+        write_fault=write_fault,
+    )
 
 
 @dataclass(frozen=True, slots=True)

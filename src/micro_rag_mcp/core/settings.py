@@ -22,6 +22,34 @@ DEFAULT_POLL_S = 30.0
 
 Precision = Literal["fp32", "int8"]
 WatchMode = Literal["auto", "poll", "off"]
+TITLES_VERSION = 2  # how a file's title joins its chunks (bumped when that changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunking:
+    """How files become stored chunks: the chunking half of the run identity.
+
+    It is recorded in an index as text (``recorded``: ``chars:1000/200;titles:2``), the
+    form every index made so far holds, and read back from it (``from_record``).
+    """
+
+    size: int
+    overlap: int
+    titles: int = TITLES_VERSION
+
+    @property
+    def recorded(self) -> str:
+        return f"chars:{self.size}/{self.overlap};titles:{self.titles}"
+
+    @classmethod
+    def from_record(cls, text: str) -> Chunking | None:
+        """The chunking a recorded text names, or None if it names none."""
+        size, sep, rest = text.removeprefix("chars:").partition("/")
+        overlap, _, more = rest.partition(";")
+        if not text.startswith("chars:") or not sep or not (size + overlap).isdigit():
+            return None
+        titles = more.removeprefix("titles:")
+        return cls(int(size), int(overlap), int(titles) if titles.isdigit() else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +86,16 @@ class Settings:
         )
 
     @property
+    def chunking(self) -> Chunking:
+        return Chunking(self.chunk_size, self.chunk_overlap)
+
+    @property
     def chunking_id(self) -> str:
-        """The chunking half of the run identity: how files become stored chunks."""
-        return f"chars:{self.chunk_size}/{self.chunk_overlap};titles:2"
+        """The chunking half of the run identity, as recorded (``Chunking.recorded``)."""
+        return self.chunking.recorded
 
 
 def recorded_chunking(chunking_id: str) -> tuple[int, int] | None:
     """The (size, overlap) a recorded ``Settings.chunking_id`` names, or None if none."""
-    size, sep, rest = chunking_id.removeprefix("chars:").partition("/")
-    overlap = rest.split(";", 1)[0]
-    if not chunking_id.startswith("chars:") or not sep or not (size + overlap).isdigit():
-        return None
-    return int(size), int(overlap)
+    chunking = Chunking.from_record(chunking_id)
+    return None if chunking is None else (chunking.size, chunking.overlap)

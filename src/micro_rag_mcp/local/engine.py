@@ -1,9 +1,11 @@
 """One served folder, as the server (or a command line) sees it.
 
-``Engine`` is a small facade over four parts: the model (``model.ModelHandle``), the
-vectors held in memory (``vector_cache.VectorCache``), this process's reindex passes
-(``writer.Writer``) and the watcher that refreshes what changes (``watch.Watcher``). It
-knows nothing of MCP; what it returns is in ``results``.
+``Engine`` is a small facade over its parts: the model (``model.ModelHandle``), the
+vectors held in memory (``vectors.cache.VectorCache``), this process's reindex passes
+(``passes.writer.Writer``), the watcher that refreshes what changes
+(``watch.watcher.Watcher``), and what it answers without writing: a searcher
+(``answers.searcher``), a reader (``answers.reader``) and the index's state
+(``answers.state``). It knows nothing of MCP; what it returns is in ``results``.
 """
 
 from __future__ import annotations
@@ -22,25 +24,27 @@ from micro_rag_mcp.core.results import (
     ProgressFn,
     ReindexReport,
     SearchOutcome,
+    TextPassage,
 )
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.answers import EngineAnswers
+from micro_rag_mcp.local.answers.listing import CatalogListing
+from micro_rag_mcp.local.answers.reader import Reader
+from micro_rag_mcp.local.answers.searcher import Searcher
+from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
+from micro_rag_mcp.local.answers.status import summarize
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.listing import CatalogListing
-from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Steps
-from micro_rag_mcp.local.reader_pool import ReaderPool
-from micro_rag_mcp.local.stats_cache import StatsCache
-from micro_rag_mcp.local.status import summarize
-from micro_rag_mcp.local.vector_cache import VectorCache
-from micro_rag_mcp.local.watch import OFF, Watcher
-from micro_rag_mcp.local.writer import CLIENT, STARTUP, Writer
+from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
+from micro_rag_mcp.local.passes.writer import PassKind, Writer
+from micro_rag_mcp.local.vectors.cache import VectorCache
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.watch.watcher import OFF, Watcher
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.scope import ScopeCache
+from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
+from micro_rag_mcp.search.scope import SearchScope
 
 __all__ = ["Engine", "IndexState", "ReindexReport", "SearchOutcome", "Stopped"]
 
@@ -50,7 +54,7 @@ WATCH_READY_S = 5.0  # the start-up pass waits this long for the watcher to be s
 SEARCH_THREADS = 4  # searches whose vector channel can run at once
 
 
-class Engine(EngineAnswers):
+class Engine:
     """Search and reindex one folder; the model loads and a start-up pass runs in the background."""
 
     def __init__(
@@ -69,7 +73,6 @@ class Engine(EngineAnswers):
         self._stop = threading.Event()
         self._model = ModelHandle(load_embedder)
         self._vectors = VectorCache(self.paths, approximate_from)
-        self._stats = StatsCache()
         self._writer = Writer(
             settings,
             self.paths,
@@ -91,8 +94,18 @@ class Engine(EngineAnswers):
         )
         self._startup: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="micro-rag-search")
-        self._readers = ReaderPool(self.paths.catalog)
-        self._scopes = ScopeCache()
+        parts = AnswerParts(
+            settings,
+            self.paths,
+            self._model,
+            self._vectors,
+            self._writer,
+            self._watcher,
+            self._pool,
+        )
+        self.states = IndexStates(parts)
+        self.searcher = Searcher(parts, lambda: self.params, self.states)
+        self.reader = Reader(parts)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -100,7 +113,7 @@ class Engine(EngineAnswers):
         """Load the model, run the start-up pass and follow the folder, in the background."""
         self._model.start()
         self._watcher.start()
-        self._writer.reserve(STARTUP)  # a client's reindex from now on waits for this pass
+        self._writer.reserve(PassKind.STARTUP)  # a client's reindex from now on waits for this pass
         self._startup = threading.Thread(
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
@@ -123,7 +136,7 @@ class Engine(EngineAnswers):
         # Searches already queued still run (a cancelled one would fail its search with
         # CancelledError); they are short, and new ones run in the caller's thread.
         self._pool.shutdown(wait=False)
-        self._readers.close()
+        self.searcher.close()
         deadline = time.monotonic() + timeout
         if self._startup is not None:
             self._startup.join(max(0.0, deadline - time.monotonic()))
@@ -138,7 +151,7 @@ class Engine(EngineAnswers):
         # The turn is held meanwhile (see start), so a client's reindex waits for this pass.
         self._watcher.ready.wait(WATCH_READY_S)
         try:
-            report = self._run_pass(STARTUP, None, False, None)
+            report = self._run_pass(PassKind.STARTUP, None, False, None)
             logger.info(
                 "start-up index: %d added, %d updated, %d removed, %d unchanged, %d failed, "
                 "%d chunks, %d ms",
@@ -160,7 +173,7 @@ class Engine(EngineAnswers):
         except Exception:
             logger.exception("start-up reindex failed")
         finally:
-            self._writer.release(STARTUP)
+            self._writer.release(PassKind.STARTUP)
 
     # -- reindex ---------------------------------------------------------------------
 
@@ -175,7 +188,7 @@ class Engine(EngineAnswers):
         runs this as a job (``jobs``). Waits for a pass the server runs by itself (see
         ``writer``); ``IndexBusy`` if another caller's pass runs, here or in another process."""
         scope = PathGlob(path_glob) if path_glob is not None else None
-        return self._run_pass(CLIENT, scope, force, progress)
+        return self._run_pass(PassKind.CLIENT, scope, force, progress)
 
     def refresh(
         self, paths: Iterable[str] | None, *, progress: ProgressFn | None = None
@@ -190,7 +203,7 @@ class Engine(EngineAnswers):
         scope = PathSet(paths) if paths is not None else None
         if self._writer.running:
             raise IndexBusy("a pass is running here; it takes the changes noted for it")
-        return self._run_pass("refresh", scope, False, progress)
+        return self._run_pass(PassKind.REFRESH, scope, False, progress)
 
     def _note_changes(self, paths: Collection[str]) -> None:
         """Note changed paths in the catalog for the pass that holds the index, in this
@@ -199,12 +212,12 @@ class Engine(EngineAnswers):
             return
         catalog = Catalog.open(self.paths.catalog)
         try:
-            catalog.add_pending(paths)
+            catalog.writes.add_pending(paths)
         finally:
             catalog.close()
 
     def _run_pass(
-        self, who: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+        self, who: PassKind, scope: Scope | None, force: bool, progress: ProgressFn | None
     ) -> ReindexReport:
         """One writer pass; then the model gives back what its batches needed (it idles)."""
         try:
@@ -223,9 +236,39 @@ class Engine(EngineAnswers):
         finally:
             catalog.close()
 
-    # -- search ----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        score_threshold: float = 0.2,
+        scope: SearchScope | None = None,
+    ) -> SearchOutcome:
+        """The best passages for the query (``Searcher.search``)."""
+        return self.searcher.search(query, top_k, score_threshold, scope)
 
-    # -- read ------------------------------------------------------------------------
+    def read(
+        self,
+        path: str,
+        *,
+        char_start: int | None = None,
+        char_end: int | None = None,
+        page: int | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        anchor: str | None = None,
+    ) -> TextPassage:
+        """The indexed text of one file or a part of it (``Reader.read``)."""
+        return self.reader.read(
+            path,
+            char_start=char_start,
+            char_end=char_end,
+            page=page,
+            max_chars=max_chars,
+            anchor=anchor,
+        )
+
+    def state(self) -> IndexState:
+        """What is indexed, whether a pass runs, and the model's state (``IndexStates.state``)."""
+        return self.states.state()
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
@@ -237,5 +280,3 @@ class Engine(EngineAnswers):
     def listing(self) -> CatalogListing:
         """The indexed files, for a client to page through and follow."""
         return CatalogListing(self.paths.catalog)
-
-    # -- state -----------------------------------------------------------------------

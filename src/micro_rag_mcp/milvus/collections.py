@@ -34,7 +34,7 @@ RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 # The keywords field holds text stemmed on our side (``stemming``), as FTS5's porter
 # tokenizer would index it: milvus-lite's analyzers have no stemmer. Stop words stay in
 # the index, as in FTS5 (they count in a chunk's length); queries leave them out. CJK
-# runs are also stored as their bigrams, each one ASCII word (``cjk.gram_token``): the
+# runs are also stored as their bigrams, each one ASCII word (``cjk_words.gram_token``): the
 # standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
@@ -110,7 +110,7 @@ class MilvusCollections:
         what = "cannot be reached" if _dropped(e) else "refused a request"
         return StoreUnavailable(f"the store {self.config.url} {what} ({reason})")
 
-    def _call(self, fn: Callable[[Any], T], *, retry: bool = True) -> T:
+    def call(self, fn: Callable[[Any], T], *, retry: bool = True) -> T:
         """Run ``fn(client)``; any failure of the store is a StoreUnavailable.
 
         A connection the server dropped (a restart, an idle channel it sent away) is made
@@ -132,6 +132,12 @@ class MilvusCollections:
             time.sleep(0.2 * attempt)  # a moment for the server, or its restart
         raise AssertionError("unreachable")
 
+    def holds_grams(self, client: Any) -> bool:
+        """Whether the grams collection exists (a store of another release lacks it)."""
+        if not self._grams_seen and client.has_collection(self.grams):
+            self._grams_seen = True  # made at a pass's start; kept
+        return self._grams_seen
+
     def _load(self, client: Any, cause: Exception) -> None:
         """Load the collections into the server's memory again.
 
@@ -149,14 +155,14 @@ class MilvusCollections:
     def exists(self) -> bool:
         """Whether the chunks collection is there (once seen, taken as staying)."""
         if not self._seen:
-            self._seen = bool(self._call(lambda c: c.has_collection(self.chunks)))
+            self._seen = bool(self.call(lambda c: c.has_collection(self.chunks)))
         return self._seen
 
     def identity(self) -> dict[str, str] | None:
         """The run identity recorded with the chunks collection, or None (no collection)."""
         if not self.exists():
             return None
-        props = self._call(lambda c: c.describe_collection(self.chunks)).get("properties", {})
+        props = self.call(lambda c: c.describe_collection(self.chunks)).get("properties", {})
         raw = props.get(IDENTITY_KEY)
         return dict(json.loads(raw)) if raw else {}
 
@@ -200,7 +206,7 @@ class MilvusCollections:
                     properties={IDENTITY_KEY: json.dumps(identity, sort_keys=True)},
                 )
 
-        self._call(make)
+        self.call(make)
 
     @staticmethod
     def _chunk_schema(c: Any, dimension: int) -> Any:
@@ -224,7 +230,7 @@ class MilvusCollections:
     @staticmethod
     def _grams_schema(c: Any) -> Any:
         """A row per file with CJK text (two or more for a long one): its pairs as
-        ``cjk.pair_word`` words, for BM25 over whole files (``search.documents``)."""
+        ``cjk_words.pair_word`` words, for BM25 over whole files (``search.documents``)."""
         from pymilvus import DataType
 
         schema = c.create_schema(auto_id=True)
@@ -257,16 +263,16 @@ class MilvusCollections:
         return _whole(marks) or (shard or (1, 1)) in marks
 
     def _grams_marks(self) -> set[tuple[int, int]]:
-        if not self._call(lambda c: c.has_collection(self.grams)):
+        if not self.call(lambda c: c.has_collection(self.grams)):
             return set()
-        props = self._call(lambda c: c.describe_collection(self.grams)).get("properties", {})
+        props = self.call(lambda c: c.describe_collection(self.grams)).get("properties", {})
         marks = [k.split(".")[-2:] for k in props if k.startswith(f"{GRAMS_DONE}.")]
         return {(int(i), int(n)) for i, n in marks}
 
     def mark_grams(self, shard: tuple[int, int] | None) -> None:
         """Note that this share's files with CJK text have their grams rows."""
         mark = share_mark(shard or (1, 1))
-        self._call(lambda c: c.alter_collection_properties(self.grams, properties={mark: "1"}))
+        self.call(lambda c: c.alter_collection_properties(self.grams, properties={mark: "1"}))
 
     @staticmethod
     def _chunk_indexes(c: Any) -> Any:
@@ -314,7 +320,7 @@ class MilvusCollections:
         """Record ``values`` in the store's identity, its other keys kept."""
         identity = {**(self.identity() or {}), **values}
         raw = json.dumps(identity, sort_keys=True)
-        self._call(
+        self.call(
             lambda c: c.alter_collection_properties(self.chunks, properties={IDENTITY_KEY: raw})
         )
 
@@ -326,7 +332,7 @@ class MilvusCollections:
                 if c.has_collection(name):
                     c.drop_collection(name)
 
-        self._call(drop)
+        self.call(drop)
         self._seen = self._grams_whole = self._grams_seen = False
 
 

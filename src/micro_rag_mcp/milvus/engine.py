@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.address import StoreConfig
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import (
     ConfigError,
     IndexBusy,
@@ -30,6 +29,7 @@ from micro_rag_mcp.core.errors import (
 )
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import (
+    Counts,
     IndexState,
     IndexSummary,
     ModelState,
@@ -39,9 +39,11 @@ from micro_rag_mcp.core.results import (
     SearchOutcome,
     TextPassage,
     found_notices,
+    index_state,
     state_notices,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, OLDER_FILES_LAYOUTS, MilvusIndex
@@ -81,9 +83,9 @@ def prepare_store(settings: Settings, config: StoreConfig) -> None:
         raise ConfigError(f"--chunk-size must be at most {MAX_STORE_CHUNK} with --store")
     index = MilvusIndex(config)
     try:
-        index.connect()
+        index.collections.connect()
     finally:
-        index.close()
+        index.collections.close()
 
 
 class MilvusEngine:
@@ -137,7 +139,7 @@ class MilvusEngine:
         else:
             logger.warning("the reindex pass did not stop within %g s", timeout)
         self._model.join(max(0.0, deadline - time.monotonic()))
-        self.index.close()
+        self.index.collections.close()
 
     def identity(self, embedder: Embedder) -> dict[str, str]:
         """What the store must have been made with for this process to add to it."""
@@ -182,10 +184,11 @@ class MilvusEngine:
         identity = self.identity(embedder)
         # A store made otherwise is refused before anything is added to it.
         keys = ("vector_space", "chunking", "keywords", "files")
-        taken = self.index.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
-        self.index.create(embedder.dimension, identity)  # unless it is there already
+        collections = self.index.collections
+        taken = collections.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
+        collections.create(embedder.dimension, identity)  # unless it is there already
         if taken:  # a store made before the grams collection: an older release may not add
-            self.index.record_identity({k: identity[k] for k in taken})
+            collections.record_identity({k: identity[k] for k in taken})
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -249,7 +252,7 @@ class MilvusEngine:
         else:
             notices.append(self._model.absent_notice())
         try:
-            if not self.index.exists():
+            if not self.index.collections.exists():
                 notices.append("nothing is indexed yet in the store")
                 return SearchOutcome([], self._state(), notices)
             self._check_searchable(embedder)
@@ -278,7 +281,7 @@ class MilvusEngine:
         if wanted <= self._checked:
             return
         ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
-        self.index.check_identity(ours, sorted(wanted))
+        self.index.collections.check_identity(ours, sorted(wanted))
         self._checked |= wanted
 
     # -- read ------------------------------------------------------------------------
@@ -294,7 +297,7 @@ class MilvusEngine:
         anchor: str | None = None,
     ) -> TextPassage:
         """The stored text of one file: the store alone, no copy of the folder needed."""
-        if not self.index.exists():
+        if not self.index.collections.exists():
             raise NotIndexed(f"no file {shown(path)} in the store: nothing is indexed yet")
         return read_indexed(
             StoreText(self.index),
@@ -325,18 +328,13 @@ class MilvusEngine:
 
     def _state(self) -> IndexState:
         ok, failed, chunks = self._counts()
-        progress = self._progress
-        return IndexState(
-            indexing=self._busy.locked(),
-            phase=progress.phase if progress else None,
-            done=progress.done if progress else None,
-            total=progress.total if progress else None,
-            files_indexed=ok,
-            files_failed=failed,
-            chunks_total=chunks,
-            chunks_with_vectors=chunks,  # a chunk enters the store with its vector
-            model=self._model.state,
-            model_error=self._model.error,
+        counts = Counts(ok, failed, chunks, chunks)  # a chunk enters the store with its vector
+        return index_state(
+            self._busy.locked(),
+            self._progress,
+            counts,
+            self._model.state,
+            self._model.error,
             skipped=recorded(self._skipped),
         )
 
@@ -348,7 +346,7 @@ class MilvusEngine:
             until, counts = self._counted
             started = self._clock()
             if started >= until or self._busy.locked():
-                exists = self.index.exists()
+                exists = self.index.collections.exists()
                 counts = (
                     (*self.index.count_files(), self.index.count_chunks()) if exists else (0, 0, 0)
                 )
@@ -359,21 +357,12 @@ class MilvusEngine:
 
     def _state_unknown(self) -> IndexState:
         """While the store does not answer: nothing is known of it."""
-        return IndexState(
-            indexing=self._busy.locked(),
-            phase=None,
-            done=None,
-            total=None,
-            files_indexed=0,
-            files_failed=0,
-            chunks_total=0,
-            chunks_with_vectors=0,
-            model=self._model.state,
-            model_error=self._model.error,
+        return index_state(
+            self._busy.locked(), None, Counts(), self._model.state, self._model.error
         )
 
     def status(self) -> IndexSummary:
-        identity = self.index.identity()
+        identity = self.index.collections.identity()
         if identity is None:
             raise NotIndexed(f"nothing is indexed in the store {self.config.url} yet")
         files = self.index.files()

@@ -1,6 +1,7 @@
-"""The index in Milvus: chunks, files and grams collections, and every query on them.
+"""The index in Milvus: the files' and chunks' rows and every query on them; the
+collections themselves are ``collections.py``'s, the grams rows ``pairs.py``'s.
 
-``NAME_files`` also holds each path's ``shard_key`` (``store.shard_key``), so a worker
+``NAME_files`` also holds each path's ``shard_key`` (``shards.shard_key``), so a worker
 of share I/N asks for its own file rows with one range filter rather than reading every
 row of the folder.
 
@@ -29,15 +30,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.milvus.collections import MilvusCollections
+from micro_rag_mcp.milvus.pairs import FilePairs
 from micro_rag_mcp.milvus.requests import (
-    GRAMS_BATCH,
     INSERT_BATCH,
     batched,
-    ids_by,
+    count_rows,
     scan,
     sized,
 )
@@ -63,8 +65,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-GramsRow = tuple[str, int, list[str]]  # a grams row: path, version, its pair words
-
 # Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
 KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
 # Recorded in the identity: how file rows are laid out (a worker needs their shard keys)
@@ -76,14 +76,15 @@ FILES_LAYOUT = "shard-key-range-1;grams-1"
 OLDER_FILES_LAYOUTS = frozenset({"shard-key-range-1"})
 
 
-class MilvusIndex(MilvusCollections):
-    """One connection to the collections of one index."""
+class MilvusIndex:
+    """One connection to the collections of one index: its files' and chunks' rows and
+    the searches over them; the client and the collections themselves are
+    ``collections``, the CJK pairs of whole files ``pairs``."""
 
-    # -- connection ------------------------------------------------------------------
-
-    # -- collections -----------------------------------------------------------------
-
-    # -- files -----------------------------------------------------------------------
+    def __init__(self, config: StoreConfig) -> None:
+        self.collections = MilvusCollections(config)
+        self.pairs = FilePairs(self.collections)
+        self._c = self.collections
 
     def files(
         self, status: str | None = None, shard: tuple[int, int] | None = None
@@ -96,16 +97,16 @@ class MilvusIndex(MilvusCollections):
             conditions.append(f"shard_key >= {low} and shard_key < {high}")
         where = " and ".join(conditions) or 'path != ""'
 
-        rows = self._call(lambda c: scan(c, self.files_name, where, FILE_FIELDS))
+        rows = self._c.call(lambda c: scan(c, self._c.files_name, where, FILE_FIELDS))
         return {r["path"]: file_row(r) for r in rows}
 
     def file_rows(self, paths: Iterable[str]) -> dict[str, FileRow]:
         wanted = sorted(set(paths))
         rows: dict[str, FileRow] = {}
         for batch in batched(wanted):
-            found = self._call(
+            found = self._c.call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.files_name, filter=in_filter("path", b), output_fields=FILE_FIELDS
+                    self._c.files_name, filter=in_filter("path", b), output_fields=FILE_FIELDS
                 )
             )
             rows.update((r["path"], file_row(r)) for r in found)
@@ -140,7 +141,7 @@ class MilvusIndex(MilvusCollections):
             for f in files
         ]
         for batch in batched(rows, INSERT_BATCH):
-            self._call(lambda c, b=batch: c.upsert(self.files_name, list(b)))  # type: ignore[misc]
+            self._c.call(lambda c, b=batch: c.upsert(self._c.files_name, list(b)))  # type: ignore[misc]
 
     def seal(self) -> None:
         """Seal what was written into indexed segments (Milvus's ``flush``).
@@ -151,20 +152,17 @@ class MilvusIndex(MilvusCollections):
         """
 
         def seal(c: Any) -> None:
-            for name in (self.chunks, self.files_name, self.grams):
-                if name != self.grams or c.has_collection(name):
+            for name in (self._c.chunks, self._c.files_name, self._c.grams):
+                if name != self._c.grams or c.has_collection(name):
                     c.flush(name)
 
-        self._call(seal)
-
-    def seal_grams(self) -> None:
-        """Seal the grams collection alone (``seal``): rows a store made before it got."""
-        self._call(lambda c: c.flush(self.grams))
+        self._c.call(seal)
 
     def drop_files(self, paths: Sequence[str]) -> None:
         """Remove files' rows, one request per ``QUERY_BATCH`` of them."""
         for batch in batched(paths):
-            self._call(lambda c, b=batch: c.delete(self.files_name, filter=in_filter("path", b)))  # type: ignore[misc]
+            where = in_filter("path", batch)
+            self._c.call(lambda c, w=where: c.delete(self._c.files_name, filter=w))  # type: ignore[misc]
 
     def count_files(self) -> tuple[int, int]:
         """Files indexed and failed.
@@ -173,25 +171,22 @@ class MilvusIndex(MilvusCollections):
         counted by filter: milvus-lite answers a filtered count by building every row
         that matches, which for ``status == "ok"`` over 200,000 files was most of a
         search's time at 1M chunks."""
-        total = self._count(self.files_name, "")
-        failed = self._count(self.files_name, f"status == {literal('failed')}")
-        writing = self._count(self.files_name, f"status == {literal(WRITING)}")
+        total = self._count(self._c.files_name, "")
+        failed = self._count(self._c.files_name, f"status == {literal('failed')}")
+        writing = self._count(self._c.files_name, f"status == {literal(WRITING)}")
         return total - failed - writing, failed
 
     def count_chunks(self) -> int:
-        return self._count(self.chunks, "")  # no filter: Milvus answers from its row counts
+        return self._count(self._c.chunks, "")  # no filter: Milvus answers from its row counts
 
     def _count(self, collection: str, where: str) -> int:
-        rows = self._call(lambda c: c.query(collection, filter=where, output_fields=["count(*)"]))
-        return int(rows[0]["count(*)"]) if rows else 0
-
-    # -- chunks ----------------------------------------------------------------------
+        return self._c.call(lambda c: count_rows(c, collection, where))
 
     def insert_chunks(self, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Store chunk rows (``chunk_rows``), up to ``INSERT_BATCH`` per request; their new ids."""
         ids: list[int] = []
         for batch in sized(rows):
-            done = self._call(lambda c, b=batch: c.insert(self.chunks, list(b)), retry=False)  # type: ignore[misc]
+            done = self._c.call(lambda c, b=batch: c.insert(self._c.chunks, list(b)), retry=False)  # type: ignore[misc]
             ids.extend(int(i) for i in done["ids"])
         return ids
 
@@ -212,54 +207,31 @@ class MilvusIndex(MilvusCollections):
         """Delete every chunk (and grams row) of one file."""
         self._delete(f"path == {literal(path)}")
 
-    def delete_grams(self, paths: Sequence[str]) -> None:
-        """Delete the grams rows of files (before they are written again)."""
-        for batch in batched(paths):
-            where = in_filter("path", batch)
-            self._call(lambda c, w=where: c.delete(self.grams, filter=w))  # type: ignore[misc]
-
     def _delete(self, where: str) -> None:
         """Delete the chunks and grams rows that match ``where`` (a grams collection a
         store of another release lacks is left alone)."""
 
         def delete(c: Any) -> None:
-            c.delete(self.chunks, filter=where)
-            if self._grams_seen or c.has_collection(self.grams):
-                self._grams_seen = True  # made at a pass's start; kept
-                c.delete(self.grams, filter=where)
+            c.delete(self._c.chunks, filter=where)
+            if self._c.holds_grams(c):
+                c.delete(self._c.grams, filter=where)
 
-        self._call(delete)
-
-    def insert_grams(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Store grams rows (``rows.gram_rows``), a few per request (each up to 64 KB)."""
-        for batch in batched(rows, GRAMS_BATCH):
-            self._call(lambda c, b=batch: c.insert(self.grams, list(b)), retry=False)  # type: ignore[misc]
-
-    def cjk_paths(self) -> set[str]:
-        """The paths of every chunk whose keywords hold a CJK pair (``cjk.gram_token``:
-        ``cjk`` then a code point's six hex digits, which begin with 0): one scan of the
-        collection (86 s at 70,792 Chinese chunks on milvus-lite; a scan per 200 paths
-        took longer in all)."""
-        where = 'keywords like "%cjk0%"'
-        rows = self._call(lambda c: scan(c, self.chunks, where, ["path"]))
-        return {str(r["path"]) for r in rows}
+        self._c.call(delete)
 
     def versions_of(self, path: str, *, grams: bool = False) -> set[int]:
         """The versions of ``path`` that have rows in the chunks (or the grams) collection."""
-        name = self.grams if grams else self.chunks
-        if grams and not self._call(lambda c: c.has_collection(name)):
+        name = self._c.grams if grams else self._c.chunks
+        if grams and not self._c.call(lambda c: c.has_collection(name)):
             return set()
-        rows = self._call(
+        rows = self._c.call(
             lambda c: c.query(name, filter=f"path == {literal(path)}", output_fields=["version"])
         )
         return {int(r["version"]) for r in rows}
 
-    # -- search ----------------------------------------------------------------------
-
     def dense(self, vector: npt.NDArray[np.float32], limit: int) -> list[ChunkHit]:
-        found = self._call(
+        found = self._c.call(
             lambda c: c.search(
-                self.chunks,
+                self._c.chunks,
                 data=[[float(x) for x in vector]],
                 anns_field="dense",
                 limit=limit,
@@ -273,13 +245,13 @@ class MilvusIndex(MilvusCollections):
         """The best ``limit`` chunks for any of ``words`` (stemmed, as the stored keywords
         are) by Milvus's own BM25, each with its keyword words (``milvus_keywords``
         scores them). milvus-lite reports the score negated: taken as is."""
-        found = self._bm25(self.chunks, words, limit, ["path", "version", "keywords"])
+        found = self._bm25(self._c.chunks, words, limit, ["path", "version", "keywords"])
         return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found]
 
     def whole_files(self, words: Sequence[str], limit: int) -> list[tuple[str, int, float]]:
-        """The best ``limit`` grams rows for ``words`` (``cjk.pair_word``, repeats
+        """The best ``limit`` grams rows for ``words`` (``cjk_words.pair_word``, repeats
         counted) by Milvus's BM25 over each row: (path, version, score), best first."""
-        found = self._bm25(self.grams, words, limit, ["path", "version"])
+        found = self._bm25(self._c.grams, words, limit, ["path", "version"])
         return [
             (str(h["entity"]["path"]), int(h["entity"]["version"]), abs(float(h["distance"])))
             for h in found
@@ -292,7 +264,7 @@ class MilvusIndex(MilvusCollections):
         over its ``sparse`` field, best first."""
         if not words:
             return []
-        found = self._call(
+        found = self._c.call(
             lambda c: c.search(
                 collection,
                 data=[" ".join(words)],
@@ -304,50 +276,13 @@ class MilvusIndex(MilvusCollections):
         )
         return list(found[0])
 
-    def grams_rows(self, paths: Iterable[str]) -> Iterator[GramsRow]:
-        """The grams rows of ``paths`` (path, version, pair words), each file's together,
-        read ``GRAMS_BATCH`` rows a request: a long file's rows are never all held at once.
-        (Plain queries: milvus-lite's query iterator took three times as long.)"""
-        for batch in batched(sorted(set(paths)), GRAMS_BATCH):
-            where = in_filter("path", batch)
-            ids = self._call(lambda c, w=where: ids_by(c, self.grams, w, "path"))  # type: ignore[misc]
-            for part in batched(ids, GRAMS_BATCH):
-                by_id = in_filter("id", part)
-                rows = self._call(
-                    lambda c, w=by_id: c.query(  # type: ignore[misc]
-                        self.grams, filter=w, output_fields=["path", "version", "pairs"]
-                    )
-                )
-                for r in sorted(rows, key=lambda r: (str(r["path"]), r["id"])):
-                    yield str(r["path"]), int(r["version"]), str(r["pairs"]).split()
-
-    def count_grams(self) -> int:
-        """Rows in the grams collection (a file's one or more)."""
-        return self._count(self.grams, "")
-
-    def grams_paths(self) -> set[str]:
-        """The paths of every grams row: one scan of the collection."""
-        rows = self._call(lambda c: scan(c, self.grams, 'path != ""', ["path"]))
-        return {str(r["path"]) for r in rows}
-
-    def sample_heads(self, start: int, end: int) -> dict[str, int]:
-        """The files whose first chunk is in buckets ``start`` to ``end`` (of ``BUCKETS``),
-        each with its newest version: a sample of whole files, spread over the folder as
-        ``sample_keywords``'s chunks are."""
-        where = f"chunk_index == 0 and bucket >= {int(start)} and bucket < {int(end)}"
-        heads: dict[str, int] = {}
-        for r in self._call(lambda c: scan(c, self.chunks, where, ["path", "version"])):
-            path, version = str(r["path"]), int(r["version"])
-            heads[path] = max(version, heads.get(path, version))
-        return heads
-
     def sample_keywords(self, buckets: int, limit: int) -> list[str]:
         """The keyword text of the chunks in the first ``buckets`` of ``BUCKETS`` (at
         most ``limit`` of them): a sample of the whole collection, spread over every
         file whatever order the files were written in."""
         where = "" if buckets >= BUCKETS else f"bucket < {int(buckets)}"
-        rows = self._call(
-            lambda c: c.query(self.chunks, filter=where, output_fields=["keywords"], limit=limit)
+        rows = self._c.call(
+            lambda c: c.query(self._c.chunks, filter=where, output_fields=["keywords"], limit=limit)
         )
         return [str(r["keywords"]) for r in rows]
 
@@ -360,9 +295,9 @@ class MilvusIndex(MilvusCollections):
     def _field_of(self, ids: Sequence[int], field: str) -> dict[int, Any]:
         out: dict[int, Any] = {}
         for batch in batched(list(ids)):
-            rows = self._call(
+            rows = self._c.call(
                 lambda c, b=batch: c.query(  # type: ignore[misc]
-                    self.chunks, filter=in_filter("id", b), output_fields=["id", field]
+                    self._c.chunks, filter=in_filter("id", b), output_fields=["id", field]
                 )
             )
             out.update((int(r["id"]), r[field]) for r in rows)
@@ -372,9 +307,9 @@ class MilvusIndex(MilvusCollections):
         rows: list[dict[str, Any]] = []
         for batch in batched(list(ids)):
             rows.extend(
-                self._call(
+                self._c.call(
                     lambda c, b=batch: c.query(  # type: ignore[misc]
-                        self.chunks, filter=in_filter("id", b), output_fields=CHUNK_FIELDS
+                        self._c.chunks, filter=in_filter("id", b), output_fields=CHUNK_FIELDS
                     )
                 )
             )
@@ -388,12 +323,14 @@ class MilvusIndex(MilvusCollections):
         out: dict[str, list[dict[str, Any]]] = {}
         for batch in batched(list(paths)):
             where = in_filter("path", batch)
-            for r in self._call(lambda c, w=where: scan(c, self.chunks, w, fields)):  # type: ignore[misc]
+            for r in self._c.call(lambda c, w=where: scan(c, self._c.chunks, w, fields)):  # type: ignore[misc]
                 out.setdefault(str(r["path"]), []).append(r)
         return out
 
     def file_chunk_rows(self, path: str, version: int) -> list[dict[str, Any]]:
         """Every chunk of one file's version, in order."""
         where = f"path == {literal(path)} and version == {int(version)}"
-        rows = self._call(lambda c: c.query(self.chunks, filter=where, output_fields=CHUNK_FIELDS))
+        rows = self._c.call(
+            lambda c: c.query(self._c.chunks, filter=where, output_fields=CHUNK_FIELDS)
+        )
         return sorted(rows, key=lambda r: int(r["chunk_index"]))

@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from micro_rag_mcp.milvus.cjk_words import is_gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
 from micro_rag_mcp.search.terms import searched_terms, within_budget
-from micro_rag_mcp.text.cjk import is_gram_token
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants

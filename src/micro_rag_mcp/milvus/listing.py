@@ -18,7 +18,7 @@ class MilvusListing:
         self._index = index
 
     def files(self, prefix: str = "", after: str = "", limit: int = 100) -> list[IndexedFile]:
-        if not self._index.exists():
+        if not self._index.collections.exists():
             return []
         rows = self._index.files(status="ok")
         paths = sorted(p for p in rows if p > after and p.startswith(prefix))[:limit]
@@ -32,7 +32,7 @@ class MilvusListing:
         return tuple(sorted(self.file_versions().items()))
 
     def file_versions(self) -> dict[str, str]:
-        if not self._index.exists():
+        if not self._index.collections.exists():
             return {}
         return {p: f"{r.version}" for p, r in self._index.files(status="ok").items()}
 

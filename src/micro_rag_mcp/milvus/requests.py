@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
+from micro_rag_mcp.core.batches import batched as cut
+
 INSERT_BATCH = 1024  # rows per insert or upsert request, at most
 INSERT_BYTES = 16 << 20  # and about this much text per request (gRPC caps a message)
 QUERY_BATCH = 500  # ids or paths per "in [...]" filter
@@ -16,8 +18,8 @@ T = TypeVar("T")
 
 
 def batched(items: Sequence[T], n: int = QUERY_BATCH) -> Iterator[Sequence[T]]:
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
+    """``items`` in runs of ``n`` (``core.batches``), ``QUERY_BATCH`` unless told."""
+    return cut(items, n)
 
 
 def sized(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
@@ -58,3 +60,9 @@ def ids_by(c: Any, collection: str, where: str, key: str) -> list[int]:
     if len(rows) >= QUERY_LIMIT:  # more than a query returns: every one
         rows = scan(c, collection, where, [key])
     return [int(r["id"]) for r in sorted(rows, key=lambda r: (r[key], r["id"]))]
+
+
+def count_rows(client: Any, collection: str, where: str) -> int:
+    """Rows of ``collection`` that match ``where`` ("": all, answered from row counts)."""
+    rows = client.query(collection, filter=where, output_fields=["count(*)"])
+    return int(rows[0]["count(*)"]) if rows else 0

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.records import FileRecord, FileStatus, NewChunk, StoredChunk, file_status
+from micro_rag_mcp.milvus.cjk_words import gram_tokens, pair_word
 from micro_rag_mcp.milvus.shards import shard_key
-from micro_rag_mcp.text.cjk import bigrams, gram_tokens, has_cjk, pair_word, whole_text
+from micro_rag_mcp.text.cjk import bigrams, has_cjk, whole_text
 from micro_rag_mcp.text.stemming import stemmed
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.milvus.cjk_words import gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
@@ -23,7 +24,7 @@ from micro_rag_mcp.milvus.whole_files import FileStats, whole_file_hits
 from micro_rag_mcp.search.documents import by_documents, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
-from micro_rag_mcp.text.cjk import gram_token, has_cjk, query_gram_counts, read_share
+from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ def store_search(
     )
     documents: list[tuple[str, int, float]] = []
     files: dict[str, FileRow] = {}  # file rows read so far
-    if long_cjk and index.grams_whole():  # a store made before: once its shares wrote them
+    if (
+        long_cjk and index.collections.grams_whole()
+    ):  # a store made before: once its shares wrote them
         depth = params.depth
         documents = whole_file_hits(index, stats, files_stats, counts, depth, chunks, files)
     keyword = [*by_words, *by_pairs]
@@ -98,7 +101,7 @@ def store_search(
     # Passages of code are judged by meaning unless the query names an identifier.
     judged = params.judge_code and params.fusion != "rrf" and not identifier
     code: frozenset[int] = frozenset()
-    if judged:  # by their file's suffix, else by their text (as catalog.code_chunks)
+    if judged:  # by their file's suffix, else by their text (as catalog.chunks.code_chunks)
         path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
         scored = [cid for cid, _ in keyword_hits[:CODE_SAMPLE] if cid in cosine]  # as prose_share
         by_path = {cid for cid in scored if is_code(path_of.get(cid, ""))}

@@ -93,7 +93,7 @@ def sync_store(
     many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
-    if not index.grams_done(shard):
+    if not index.collections.grams_done(shard):
         write_grams(index, known, shard, progress)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
@@ -155,14 +155,16 @@ def write_grams(
     does not keep: ``reindex --force`` writes it); then seal them and note the share
     done. Each file's rows are deleted just before they are written, so a pass stopped or
     killed half way leaves none twice, and the next pass starts over."""
-    paths = sorted(p for p in index.cjk_paths() if p in known and known[p].record.status == "ok")
+    paths = sorted(
+        p for p in index.pairs.cjk_paths() if p in known and known[p].record.status == "ok"
+    )
     written = 0
     for start in range(0, len(paths), batch_files):
         cjk = paths[start : start + batch_files]
         if progress:  # where a stop is looked for
             progress(Progress("reading", start + len(cjk), len(paths), cjk[-1]))
         texts = index.texts_of(cjk)
-        index.delete_grams(cjk)
+        index.pairs.delete_grams(cjk)
         rows: list[dict[str, Any]] = []
         for path in cjk:
             version = known[path].version
@@ -174,9 +176,9 @@ def write_grams(
             mine = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
             rows.extend(mine)
             written += bool(mine)
-        index.insert_grams(rows)  # a few files' rows per request
-    index.seal_grams()  # searched by brute force, and otherwise scored, until sealed
-    index.mark_grams(shard)
+        index.pairs.insert_grams(rows)  # a few files' rows per request
+    index.pairs.seal_grams()  # searched by brute force, and otherwise scored, until sealed
+    index.collections.mark_grams(shard)
     logger.info("the pairs of %d whole files with CJK text were written", written)
 
 
@@ -262,7 +264,7 @@ class _BatchWriter:
             spans = [(c.text, c.char_start, c.char_end) for c in w.chunks]
             grams.extend(gram_rows(w.record.path, version, title, spans))
         ids = self.index.insert_chunks(rows)
-        self.index.insert_grams(grams)
+        self.index.pairs.insert_grams(grams)
         now, at = [], 0
         for w in writes:  # each file's first chunk comes first among its rows
             head = ids[at] if w.chunks else -1

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
+from micro_rag_mcp.milvus.cjk_words import gram_token, pair_word
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import (
     POOL,
@@ -38,7 +39,6 @@ from micro_rag_mcp.milvus.keywords import (
 )
 from micro_rag_mcp.milvus.rows import BUCKETS, MAX_TEXT_BYTES, FileRow
 from micro_rag_mcp.search.documents import document_terms
-from micro_rag_mcp.text.cjk import gram_token, pair_word
 
 SAMPLE_PAIRS = 8_000_000  # a sample takes files until they hold this many pairs
 FIRST_FILES = 256  # about how many files the first range of buckets holds
@@ -92,7 +92,7 @@ class _Tally:
     def add(self, index: MilvusIndex, versions: Mapping[str, int]) -> None:
         """Count the files of ``versions`` (path -> the version to count, else the newest
         one with grams rows: a write under way has its chunks before its rows)."""
-        for path, rows in groupby(index.grams_rows(versions), key=lambda r: r[0]):
+        for path, rows in groupby(index.pairs.grams_rows(versions), key=lambda r: r[0]):
             chosen: tuple[int, int, set[str]] | None = None  # version, length, words
             for _, version, words in rows:
                 if chosen is None or _better(version, chosen[0], versions[path]):
@@ -121,8 +121,8 @@ def _taken(index: MilvusIndex, chunks: int, budget: int, first: int) -> FileSamp
     is sampled in more of them than one of books. ``first``: about how many files the
     first range holds."""
     budget, tally = max(budget, 1), _Tally()
-    if index.count_grams() * ROW_PAIRS <= budget:  # every row read, none looked for
-        current = index.file_rows(index.grams_paths())
+    if index.pairs.count_grams() * ROW_PAIRS <= budget:  # every row read, none looked for
+        current = index.file_rows(index.pairs.grams_paths())
         tally.add(index, {p: r.version for p, r in current.items() if r.record.status == "ok"})
         return tally.sample(chunks, 1.0)
     files = sum(index.count_files())
@@ -130,7 +130,7 @@ def _taken(index: MilvusIndex, chunks: int, budget: int, first: int) -> FileSamp
     start = 0
     while start < BUCKETS and tally.length < budget:
         end = min(BUCKETS, start + step)
-        tally.add(index, index.sample_heads(start, end))
+        tally.add(index, index.pairs.sample_heads(start, end))
         # the next range: as many buckets as the rest of the budget needs at the density
         # seen so far (twice as many if none held a pair yet), four times this one at most
         seen = tally.length
@@ -168,7 +168,7 @@ def whole_file_hits(
         return []
     asked, wanted = set(words), set(chosen)
     texts: dict[tuple[str, int], tuple[int, Counter[str]]] = {}
-    for path, version, held in index.grams_rows(p for p, _ in chosen):
+    for path, version, held in index.pairs.grams_rows(p for p, _ in chosen):
         if (path, version) in wanted:
             length, counted = texts.get((path, version), (0, Counter()))
             counted.update(w for w in held if w in asked)

@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import InvalidArgument, NotIndexed, PassageGone
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.core.results import Hit, TextPassage
 from micro_rag_mcp.core.settings import EXT_GROUPS
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.text.anchors import SIMILAR, Anchor, Found, locate, parse_anchor
 
 DEFAULT_MAX_CHARS = 8000

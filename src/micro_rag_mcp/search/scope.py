@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.core.settings import EXT_GROUPS
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, PathGlob, unclosed_class
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from micro_rag_mcp.core.arguments import shown
 from micro_rag_mcp.core.records import SkipGroup, SkipReason
 from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, unclosed_class
 from micro_rag_mcp.ingest.skipped import EXAMPLES
 from micro_rag_mcp.serve.jobs import JobState

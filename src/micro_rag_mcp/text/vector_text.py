@@ -1,12 +1,12 @@
 """What a chunk is embedded as, and the key its vector is stored under.
 
 A vector belongs to the text it was computed from, not to a path or a chunk id: the
-vector store (``vectors.py``) is keyed by a hash of the embedded text, and every chunk
+vector store (``local.vectors``) is keyed by a hash of the embedded text, and every chunk
 records that key (``vector_key``). A file moved, renamed with its folder, copied, or read
 again by a forced pass stores chunks whose keys the store already holds, so nothing is
 embedded again and no search ever sees the share of chunks with a vector fall; an edit
 embeds only the chunks whose text changed. Chunks that share a text share one vector.
-Which model made the vectors is the store's identity (``indexer.vector_space``), not the
+Which model made the vectors is the store's identity (``model.handle.vector_space``), not the
 key's: another model or recipe empties the store, never mixes.
 """
 

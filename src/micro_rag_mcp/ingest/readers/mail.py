@@ -7,7 +7,9 @@ as parts of the message, each with the locator ``attachment "report.pdf"`` (foll
 the page, slide or sheet inside it). An attachment is handed to its reader from memory
 (``os.memfd_create``), never written to disk; where memory files do not exist,
 attachments are left out with a warning. A forwarded message is read as its head and
-body (its own attachments are left out), so nesting costs nothing.
+body (its own attachments are left out), so nesting costs nothing. The registry hands
+the reader its own ``read_document`` and suffixes (``Attachments``), so this module never
+imports the package it belongs to.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import bisect
 import contextlib
 import logging
 import os
+from collections.abc import Collection
+from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from pathlib import Path, PurePath
+from typing import Protocol
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.ingest.readers.document import (
@@ -39,8 +44,28 @@ MAX_ATTACHMENTS = 50
 _HEAD_FIELDS = ("From", "To", "Cc", "Date")
 
 
-def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document:
-    """The message's head and body, then each readable attachment as a part of its own."""
+class PartReader(Protocol):
+    def __call__(self, path: Path, *, max_bytes: int, suffix: str) -> Document: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Attachments:
+    """How an attachment is read: the registry's reader and the suffixes it reads."""
+
+    read: PartReader
+    suffixes: Collection[str]
+
+
+NO_ATTACHMENTS = Attachments(lambda path, *, max_bytes, suffix: Document(""), ())
+
+
+def read_eml(
+    path: Path,
+    *,
+    attachments: Attachments = NO_ATTACHMENTS,
+    time_budget: float = MAIL_TIME_BUDGET_S,
+) -> Document:
+    """The message's head and body, then each attachment ``attachments`` reads as a part."""
     message = BytesParser(policy=policy.default).parsebytes(path.read_bytes())
     headed = any(name in message for name in ("From", "To", "Subject", "Date"))  # not parsed
     if not isinstance(message, EmailMessage) or not headed:
@@ -52,7 +77,7 @@ def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document
         if count > MAX_ATTACHMENTS or budget.spent():
             logger.warning("%s: attachments after the %dth left out (bounds)", path, count - 1)
             break
-        _add_attachment(builder, part, count, path, budget)
+        _add_attachment(builder, part, count, path, budget, attachments)
     return builder.build(clean_title(_header(message, "Subject")))
 
 
@@ -107,7 +132,12 @@ def _text_content(part: Message) -> str:
 
 
 def _add_attachment(
-    builder: DocumentBuilder, part: EmailMessage, number: int, path: Path, budget: Budget
+    builder: DocumentBuilder,
+    part: EmailMessage,
+    number: int,
+    path: Path,
+    budget: Budget,
+    attachments: Attachments,
 ) -> None:
     name = (part.get_filename() or f"attachment {number}").replace('"', "'")
     label = f'attachment "{name}"'
@@ -123,9 +153,7 @@ def _add_attachment(
     data = part.get_payload(decode=True)
     if not suffix or not isinstance(data, bytes) or not data:
         return
-    from micro_rag_mcp.ingest.readers import READERS, read_document  # the registry reads the part
-
-    if suffix not in READERS or suffix == ".eml":
+    if suffix not in attachments.suffixes or suffix == ".eml":
         return
     if not hasattr(os, "memfd_create"):
         logger.warning("%s: %s left out (no memory files on this system)", path, label)
@@ -134,7 +162,7 @@ def _add_attachment(
     try:
         os.write(fd, data)
         with within(budget):  # in what is left of the message's time
-            doc = read_document(Path(f"/proc/self/fd/{fd}"), max_bytes=len(data), suffix=suffix)
+            doc = attachments.read(Path(f"/proc/self/fd/{fd}"), max_bytes=len(data), suffix=suffix)
     except ReadError as e:
         logger.warning("%s: %s could not be read: %s", path, label, e)
         return

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
-from micro_rag_mcp.local.ann import ADOPT_MISSING, APPROXIMATE_FROM, Approximate
-from micro_rag_mcp.local.ann import drop as drop_graph
-from micro_rag_mcp.local.vector_search import VectorSearch
+from micro_rag_mcp.local.vectors.graph import ADOPT_MISSING, APPROXIMATE_FROM, Approximate
+from micro_rag_mcp.local.vectors.graph import drop as drop_graph
+from micro_rag_mcp.local.vectors.queries import nearest, similarity
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class VectorStore(VectorSearch):
+class VectorStore:
     """An in-memory FAISS index guarded by a lock, saved atomically to one file."""
 
     def __init__(
@@ -54,7 +54,7 @@ class VectorStore(VectorSearch):
 
         self.path = path
         self.dimension = dimension
-        self._index = (
+        self._index: Any = (
             index if index is not None else faiss.IndexIDMap2(faiss.IndexFlatIP(dimension))
         )
         self._lock = threading.Lock()
@@ -150,6 +150,27 @@ class VectorStore(VectorSearch):
             if self._graph is not None:
                 self._graph.add(ids, vectors)
             self._vectors_dirty = True
+
+    def search(
+        self,
+        query: npt.NDArray[np.float32],
+        k: int,
+        within: npt.NDArray[np.int64] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The k nearest ids with their cosine similarity, best first
+        (``vector_search.nearest``): through the graph from ``approximate_from`` vectors."""
+        with self._lock:
+            return nearest(self._index, self._graph if self.approximate else None, query, k, within)
+
+    def similarity(self, query: npt.NDArray[np.float32], ids: Sequence[int]) -> dict[int, float]:
+        """Cosine similarity of the query to each given id that has a vector."""
+        with self._lock:
+            return similarity(self._index, query, ids)
+
+    @property
+    def approximate(self) -> bool:
+        """Whether search takes its candidates from the graph."""
+        return self._graph is not None and self._index.ntotal >= self.approximate_from
 
     def holds(self, ids: Sequence[int]) -> npt.NDArray[np.bool_]:
         """Which of the given ids have a vector."""

@@ -30,7 +30,7 @@ from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, Scope, scan
 from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.vectors.store import VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class _NotedChanges(threading.Thread):
                 catalog = held.enter_context(contextlib.closing(self._catalog.another()))
                 reader: IsolatedReader | None = None
                 while True:
-                    paths = catalog.take_pending()
+                    paths = catalog.writes.take_pending()
                     if paths:
                         if reader is None:  # started at the first change: most passes see none
                             s = self._settings
@@ -249,7 +249,7 @@ def _move(
             moves[f.rel] = old
     if not moves:
         return gone, set()
-    catalog.move_files([(old, new) for new, old in moves.items()])
+    catalog.writes.move_files([(old, new) for new, old in moves.items()])
     for new, old in moves.items():
         known[new] = known.pop(old)
         logger.debug("moved %s to %s", old, new)
@@ -260,7 +260,7 @@ def _move(
 
 
 def _forget(catalog: Catalog, counts: SyncCounts, rel: str) -> None:
-    old = catalog.remove_file(rel)
+    old = catalog.writes.remove_file(rel)
     logger.debug("removed %s (%d chunks)", rel, len(old))
 
 
@@ -289,13 +289,13 @@ def _sync_one(
             _forget(catalog, counts, f.rel)
     elif decision.outcome == "failed":
         assert record is not None
-        catalog.store_file(record, [])
+        catalog.writes.store_file(record, [])
     elif decision.outcome == "touched":
         assert record is not None
-        catalog.touch_file(f.rel, record.size, f.mtime_ns)
+        catalog.writes.touch_file(f.rel, record.size, f.mtime_ns)
     else:
         assert record is not None
-        catalog.store_file(record, list(decision.chunks))
+        catalog.writes.store_file(record, list(decision.chunks))
         logger.debug("indexed %s (%d chunks)", f.rel, len(decision.chunks))
     return True
 
@@ -305,7 +305,7 @@ def reconcile(catalog: Catalog, vectors: VectorStore) -> tuple[list[int], int]:
     id seen (chunks stored later have higher ids). Drops nothing: see ``drop_orphans``."""
     import numpy as np
 
-    chunk_ids, keys = catalog.id_keys()
+    chunk_ids, keys = catalog.chunks.id_keys()
     lacking = ~np.isin(keys, vectors.ids())
     _, first = np.unique(keys[lacking], return_index=True)
     missing = np.sort(chunk_ids[lacking][first])
@@ -321,7 +321,7 @@ def drop_orphans(catalog: Catalog, vectors: VectorStore) -> int:
     """
     import numpy as np
 
-    _, keys = catalog.id_keys()
+    _, keys = catalog.chunks.id_keys()
     orphans = np.setdiff1d(vectors.ids(), keys)
     if orphans.size:
         vectors.remove(orphans.tolist())

@@ -38,9 +38,10 @@ from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
 from micro_rag_mcp.core.fsutil import lock_is_held, network_fs, try_lock
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import first_few
 from micro_rag_mcp.ingest.ignore import Rule
-from micro_rag_mcp.local.changes import Batch, ChangeFilter, ChangeQueue
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder
+from micro_rag_mcp.local.watch.changes import Batch, ChangeFilter, ChangeQueue
 
 logger = logging.getLogger(__name__)
 
@@ -322,7 +323,7 @@ class Watcher:
         batch = self.queue.take(time.monotonic())
         if batch is None:
             return
-        what = "the folder" if batch.everything else _named(batch.paths)
+        what = "the folder" if batch.everything else first_few(sorted(batch.paths))
         try:
             report = self._refresh(None if batch.everything else batch.paths)
         except IndexBusy as e:
@@ -372,12 +373,6 @@ class Watcher:
         self._failures += 1
         self.fault = reason
         self.queue.put_back(batch, time.monotonic(), hold)
-
-
-def _named(paths: Collection[str], shown: int = 5) -> str:
-    names = sorted(paths)
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
 
 
 def _identity(folder: Path) -> tuple[int, int]:

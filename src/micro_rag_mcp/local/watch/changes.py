@@ -1,7 +1,7 @@
 """What changed in the data folder: which paths matter, when a batch of them is due,
 and which indexed files no longer match the disk.
 
-Pure bookkeeping over ``os.stat``: the watcher (``watch.py``) feeds it events, the
+Pure bookkeeping over ``os.stat``: the watcher (``watcher.py``) feeds it events, the
 engine asks it about the files behind a search's hits. Nothing here reads a file.
 """
 

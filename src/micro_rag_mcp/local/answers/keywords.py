@@ -36,13 +36,15 @@ def keyword_hits(
     (only chunks of ``files``, if given); and the summed idf of the terms searched
     (``idf_sum``, each once). A term given twice weighs twice (``repeated_terms``)."""
     distinct = list(dict.fromkeys(terms))  # a term given twice is searched twice
-    shares, _ = catalog.shares_among(distinct)
+    shares, _ = catalog.terms.shares_among(distinct)
     chosen = set(searched_terms(distinct, shares))
     searched = within_budget([t for t in terms if t in chosen])
-    weight = idf_sum(list(dict.fromkeys(searched)), shares, catalog.id_span())
+    weight = idf_sum(list(dict.fromkeys(searched)), shares, catalog.terms.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
-        return catalog.keyword_search(or_query(searched), limit, weights, files=files), weight
-    hits = catalog.keyword_search(
+        return catalog.keywords.keyword_search(
+            or_query(searched), limit, weights, files=files
+        ), weight
+    hits = catalog.keywords.keyword_search(
         or_query(searched), limit, weights, scored=limit * SAMPLE_PER_RESULT, files=files
     )
     return hits, weight

@@ -14,7 +14,7 @@ from micro_rag_mcp.core.results import IndexSummary, WriterInfo
 from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.vectors import saved_ids
+from micro_rag_mcp.local.vectors.store import saved_ids
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             vector_model = catalog.get_meta("vector_model")
             chunking = catalog.get_meta("chunking")
             keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
-            keys = catalog.id_keys()[1] if keyed else None
+            keys = catalog.chunks.id_keys()[1] if keyed else None
             skipped = recorded(catalog)
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e

@@ -15,11 +15,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from micro_rag_mcp.local.ann import APPROXIMATE_FROM
-from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog import Catalog, CatalogStats
 from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.queries import CatalogStats
-from micro_rag_mcp.local.vectors import VectorStore, file_stamp, saved_ids
+from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.vectors.store import VectorStore, file_stamp, saved_ids
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
@@ -74,7 +73,7 @@ class VectorCache:
     def _rekey(self, catalog: Catalog, store: VectorStore) -> None:
         """Vectors saved by a release that keyed them by chunk id, keyed by text instead:
         nothing is embedded again."""
-        store.rekey(catalog.keys_of(store.ids().tolist()))
+        store.rekey(catalog.chunks.keys_of(store.ids().tolist()))
         self.paths.graph.unlink(missing_ok=True)
         store.save()
         catalog.set_meta("vector_ids", VECTOR_IDS)
@@ -145,7 +144,7 @@ class VectorCache:
 
         with self._count_lock:
             if key != self._count_key:
-                _, keys = catalog.id_keys()
+                _, keys = catalog.chunks.id_keys()
                 held = ids()
                 self._count = 0 if held is None else int(np.isin(keys, held).sum())
                 self._count_key = key

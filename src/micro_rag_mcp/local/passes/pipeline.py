@@ -25,7 +25,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from micro_rag_mcp.core.errors import Stopped
 from micro_rag_mcp.core.results import Progress, ProgressFn
@@ -33,8 +33,9 @@ from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.files import EMBED_BATCH, SyncCounts
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.indexer import Follow, drop_orphans, reconcile, sync_files
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.passes.indexer import Follow, drop_orphans, reconcile, sync_files
+from micro_rag_mcp.local.passes.tally import Tally
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import CountsTokens, Embedder
 from micro_rag_mcp.text.vector_text import embedding_text
 
@@ -76,52 +77,6 @@ class PassResult:
     vectors: VectorStore | None  # the store the pass wrote, if the model was there
 
 
-class _Tally:
-    """How far both threads are, as one ``Progress``: files while reading, then chunks."""
-
-    def __init__(
-        self, progress: ProgressFn, stop: threading.Event, live: ProgressFn | None = None
-    ) -> None:
-        self._progress = progress
-        self._live = live  # hears every change at once, from either thread (read_and_embed)
-        self.stop = stop
-        self._lock = threading.Lock()
-        self.reading: Progress | None = None
-        self.embedded = 0
-        self.to_embed: int | None = None  # known once reading has ended
-        self._told: Progress | None = None  # the last reading progress handed on
-
-    def read(self, p: Progress) -> None:
-        with self._lock:
-            self.reading = p
-            current = self._current()
-            if self._live is not None and current is not None:
-                self._live(current)
-
-    def _current(self) -> Progress | None:
-        if self.to_embed:  # reading has ended, and chunks were or are to be embedded
-            return Progress("embedding", self.embedded, self.to_embed)
-        return None if self.reading is None else replace(self.reading, embedded=self.embedded)
-
-    def publish(self) -> None:
-        """Hand the callback the current progress (only from the pass's own thread: a
-        client's callback may need its thread); it raises Stopped to stop the pass."""
-        if self.stop.is_set():
-            raise Stopped("the server is stopping")
-        with self._lock:
-            p = self._current()
-            if p is None:
-                return
-            # Reading may have ended since the last call: its last count is told first.
-            told, last, self._told = self._told, self.reading, self.reading
-            late = p.phase != "reading" and last is not None and last is not told
-            steps = [replace(last, embedded=self.embedded), p] if late and last else [p]
-            if self._live is not None:
-                self._live(p)
-        for step in steps:
-            self._progress(step)
-
-
 class _Reading(threading.Thread):
     """``sync_files`` in a thread of its own, on a connection of its own to the catalog."""
 
@@ -131,7 +86,7 @@ class _Reading(threading.Thread):
         settings: Settings,
         scope: Scope | None,
         force: bool,
-        tally: _Tally,
+        tally: Tally,
         nice: int = 0,
     ) -> None:
         super().__init__(name="micro-rag-reading", daemon=True)
@@ -201,7 +156,7 @@ def read_and_embed(
     either thread, as each file is read: it must only note it (a step may run for seconds,
     and what the index state says must not lag behind its files).
     """
-    tally = _Tally(progress, stop, live)
+    tally = Tally(progress, stop, live)
     reading = _Reading(catalog, settings, scope, force, tally, steps.reading_nice)
     reading.start()
     vectors: VectorStore | None = None
@@ -233,7 +188,7 @@ def read_and_embed(
     return PassResult(reading.counts, embedded, vectors)
 
 
-def _wait_for_model(model: Model, reading: _Reading, tally: _Tally) -> Embedder | None:
+def _wait_for_model(model: Model, reading: _Reading, tally: Tally) -> Embedder | None:
     """The model once loaded, or None if its load failed; reading goes on meanwhile."""
     while True:
         embedder = model.wait(NEWS_WAIT_S)
@@ -242,7 +197,7 @@ def _wait_for_model(model: Model, reading: _Reading, tally: _Tally) -> Embedder 
         _check(reading, tally)
 
 
-def _check(reading: _Reading, tally: _Tally) -> None:
+def _check(reading: _Reading, tally: Tally) -> None:
     """Raise what ended reading early (a stop, an error), or a stop asked of the pass."""
     if reading.error is not None:
         raise reading.error
@@ -254,7 +209,7 @@ def _embed(
     vectors: VectorStore,
     embedder: Embedder,
     reading: _Reading,
-    tally: _Tally,
+    tally: Tally,
     save_every_s: float,
     steps: Steps,
 ) -> int:
@@ -277,12 +232,12 @@ def _embed(
             reading.news.clear()
             listed = reading.listed  # before the refill: it then sees every commit
             if len(pending) < steps.window:
-                fresh = catalog.chunk_ids_after(cursor, max(REFILL, steps.window))
+                fresh = catalog.chunks.chunk_ids_after(cursor, max(REFILL, steps.window))
                 if fresh:
                     cursor = fresh[-1]
                     pending.extend(fresh)
             if listed and tally.to_embed is None:
-                tally.to_embed = done + len(pending) + catalog.count_chunks_after(cursor)
+                tally.to_embed = done + len(pending) + catalog.chunks.count_chunks_after(cursor)
                 tally.publish()  # the phase is now embedding
             if not pending:
                 if listed:
@@ -321,7 +276,7 @@ def _embed_urgent(
     vectors: VectorStore,
     embedder: Embedder,
     reading: _Reading,
-    tally: _Tally,
+    tally: Tally,
     steps: Steps,
 ) -> tuple[int, int]:
     """Embed the chunks of the files a watcher's changes stored, ahead of the rest; how
@@ -329,7 +284,7 @@ def _embed_urgent(
     files = reading.counts.take_urgent()
     if not files:
         return 0, 0
-    ids = [cid for rel in files for cid in catalog.file_chunk_ids(rel)]
+    ids = [cid for rel in files for cid in catalog.chunks.file_chunk_ids(rel)]
     todo, kept = _fetch(catalog, ids, embedder, vectors)
     for at in range(0, len(todo), steps.size):
         if at:
@@ -357,14 +312,14 @@ def _fetch(
     ``Steps.window``) waste less of the encoder than steps in the order of storing. A
     chunk replaced since it was listed is gone and left out.
     """
-    keys = catalog.keys_of(ids)
+    keys = catalog.chunks.keys_of(ids)
     first: dict[int, int] = {}  # key -> the first chunk that has it
     for cid, key in keys.items():
         first.setdefault(key, cid)
     unique = list(first)
     held = vectors.holds(unique)
     lacking = [first[k] for k, h in zip(unique, held.tolist(), strict=True) if not h]
-    texts = catalog.chunk_texts(lacking)
+    texts = catalog.chunks.chunk_texts(lacking)
     chunks = [(key, embedding_text(title, text)) for key, title, text in texts.values()]
     lengths = _lengths(embedder, [t for _, t in chunks])
     order = sorted(range(len(chunks)), key=lengths.__getitem__)

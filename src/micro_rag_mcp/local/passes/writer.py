@@ -25,30 +25,39 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from micro_rag_mcp.core.errors import DataFolderGone, IndexBusy, IndexWriteError, Stopped
 from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.shown import first_few
 from micro_rag_mcp.ingest.readers import READ_VERSIONS, read_changes
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
-from micro_rag_mcp.local.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
-from micro_rag_mcp.local.vector_cache import VectorCache
+from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
+from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.model.handle import ModelHandle
 
 logger = logging.getLogger(__name__)
 
-CLIENT = "client"
-STARTUP = "start-up"
+
+class PassKind(StrEnum):
+    """Who a pass is for; its value is the name a waiting caller is told."""
+
+    STARTUP = "start-up"  # the pass at the engine's start
+    REFRESH = "refresh"  # the watcher's, over what changed
+    CLIENT = "client"  # a caller's reindex
+
+
 POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
 
 
 @dataclass(slots=True)
 class _Turn:
-    kind: str  # "start-up", "refresh" or CLIENT
+    kind: PassKind
     progress: Progress | None = None
     claimed: bool = True  # False: reserved for a pass of this kind that has not begun
     whole: bool = False  # a background pass over the whole folder, not forced
@@ -97,10 +106,10 @@ class Writer:
         return turn.live if turn.live is not None else turn.progress
 
     def run(
-        self, kind: str, scope: Scope | None, force: bool, progress: ProgressFn | None
+        self, kind: PassKind, scope: Scope | None, force: bool, progress: ProgressFn | None
     ) -> ReindexReport:
-        """One pass of ``kind`` (CLIENT or a background kind) over ``scope``."""
-        if kind == CLIENT:
+        """One pass of ``kind`` (a caller's or a background kind) over ``scope``."""
+        if kind == PassKind.CLIENT:
             with self._changed:
                 if self._client:
                     raise IndexBusy(describe_holder(self.paths.lock))
@@ -122,7 +131,7 @@ class Writer:
                     self._turn = None
                     self._changed.notify_all()
         finally:
-            if kind == CLIENT:
+            if kind == PassKind.CLIENT:
                 with self._changed:
                     self._client = False
         self.write_fault = None
@@ -138,21 +147,21 @@ class Writer:
         except (OSError, sqlite3.Error) as e:
             raise IndexWriteError(f"cannot write the index in {self.paths.folder}: {e}") from e
 
-    def reserve(self, kind: str) -> None:
+    def reserve(self, kind: PassKind) -> None:
         """Hold the next turn for a pass of ``kind`` that is about to begin: a caller who
         comes first waits for it, as for a running pass."""
         with self._changed:
             if self._turn is None:
                 self._turn = _Turn(kind, claimed=False)
 
-    def release(self, kind: str) -> None:
+    def release(self, kind: PassKind) -> None:
         """Give up a reservation whose pass will not run after all."""
         with self._changed:
             if self._turn is not None and not self._turn.claimed and self._turn.kind == kind:
                 self._turn = None
                 self._changed.notify_all()
 
-    def _take_turn(self, kind: str, progress: ProgressFn | None, whole: bool) -> _Turn:
+    def _take_turn(self, kind: PassKind, progress: ProgressFn | None, whole: bool) -> _Turn:
         """Wait for the pass running here to end, passing its progress on to ``progress``
         (at once, then as it goes on); the turn taken, or, for a plain client pass, the
         ended background pass over the whole folder that answers it."""
@@ -166,21 +175,21 @@ class Writer:
                 turn = self._turn
                 if turn is not None and not turn.claimed and turn.kind == kind:
                     turn.claimed = True
-                    turn.whole = whole and kind != CLIENT
+                    turn.whole = whole and kind != PassKind.CLIENT
                     return turn
                 if turn is None:
-                    self._turn = _Turn(kind, whole=whole and kind != CLIENT)
+                    self._turn = _Turn(kind, whole=whole and kind != PassKind.CLIENT)
                     return self._turn
                 running = turn
             if self._stop.is_set():
                 raise Stopped("the server is stopping")
             if progress is not None and running.progress is not None:
-                progress(replace(running.progress, waiting_for=running.kind))
+                progress(replace(running.progress, waiting_for=running.kind.value))
 
-    def _answers(self, ended: _Turn, kind: str, whole: bool) -> bool:
+    def _answers(self, ended: _Turn, kind: PassKind, whole: bool) -> bool:
         """Whether the report of ``ended`` answers a pass of ``kind`` over ``whole``."""
         return (
-            kind == CLIENT
+            kind == PassKind.CLIENT
             and whole
             and ended.whole
             and ended.report is not None
@@ -240,7 +249,7 @@ class Writer:
 
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
-            catalog.forget_stamps()
+            catalog.writes.forget_stamps()
         _check_readers(catalog)
 
     def _record_scope(self, catalog: Catalog) -> None:
@@ -265,7 +274,7 @@ def _check_readers(catalog: Catalog) -> None:
     except ValueError:
         recorded = {}
     suffixes = read_changes(recorded if isinstance(recorded, dict) else {})
-    again = catalog.forget_stamps(suffixes) if suffixes else 0
+    again = catalog.writes.forget_stamps(suffixes) if suffixes else 0
     if again:
         logger.info(
             "%d %s files are read again: this release reads them otherwise",
@@ -303,13 +312,8 @@ def _change(stored: str, value: str) -> str:
         if isinstance(old, list) and isinstance(new, list):
             gained = [x for x in new if x not in old]
             lost = [x for x in old if x not in new]
-            parts = [f"{sign}{_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
+            parts = [f"{sign}{first_few(xs)}" for sign, xs in (("+", gained), ("-", lost)) if xs]
             said.append(f"{field} {' '.join(parts) or 'reordered'}")
         else:
             said.append(f"{field} was {old}, now {new}")
     return "; ".join(said)
-
-
-def _few(items: list[object], shown: int = 5) -> str:
-    words = ", ".join(str(x) for x in items[:shown])
-    return words + (f" and {len(items) - shown} more" if len(items) > shown else "")

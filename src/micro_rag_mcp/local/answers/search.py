@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.results import Found
+from micro_rag_mcp.local.answers.keywords import keyword_hits as keyword_channel
+from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.grams import FILE_GRAMS_KEY
-from micro_rag_mcp.local.keywords import keyword_hits as keyword_channel
-from micro_rag_mcp.local.keywords import or_query
-from micro_rag_mcp.local.vectors import VectorStore
+from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
+from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.documents import by_documents, document_terms, is_long, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.scope import Resolved
@@ -68,7 +68,7 @@ class VectorSide:
     def chunk_hits(self, catalog: Catalog, limit: int) -> list[tuple[int, float]]:
         """The hits as chunks, best first: every chunk of a hit's text (in the scope, if
         one is given: a text shared by a file outside it is not its), up to ``limit``."""
-        chunks = catalog.chunks_of_keys([key for key, _ in self.hits])
+        chunks = catalog.chunks.chunks_of_keys([key for key, _ in self.hits])
         found = [(cid, cos) for key, cos in self.hits for cid in chunks.get(key, ())]
         if self.within is not None:
             if self.within.size == 0:
@@ -83,7 +83,7 @@ class VectorSide:
 
     def similarity(self, catalog: Catalog, ids: Sequence[int]) -> dict[int, float]:
         """The query's cosine to each given chunk whose text has a vector."""
-        keys = catalog.keys_of(ids)
+        keys = catalog.chunks.keys_of(ids)
         cosine = self.store.similarity(self.query_vector, list(set(keys.values())))
         return {cid: cosine[key] for cid, key in keys.items() if key in cosine}
 
@@ -92,7 +92,7 @@ class VectorSide:
         none). For the few passages a search needs before the pass gets to them."""
         if self.embed is None or not ids:
             return {}
-        texts = catalog.chunk_texts(ids)
+        texts = catalog.chunks.chunk_texts(ids)
         found = [cid for cid in dict.fromkeys(ids) if cid in texts]
         if not found:
             return {}
@@ -174,7 +174,9 @@ def search_beside(
             cosine.update(side.embedded(catalog, best))
             if params.fusion != "rrf" and params.head_weight != 0:
                 # Every candidate's: a passage without a vector is judged by its file's.
-                heads = catalog.head_ids(list(cosine.keys() | {cid for cid, _ in keyword_hits}))
+                heads = catalog.chunks.head_ids(
+                    list(cosine.keys() | {cid for cid, _ in keyword_hits})
+                )
                 missing = [h for h in set(heads.values()) if h not in cosine]
                 head_cosine = side.similarity(catalog, missing)
                 known = cosine.keys() | head_cosine.keys()
@@ -185,7 +187,7 @@ def search_beside(
             judged = [cid for cid, _ in sampled if cid in cosine]  # as prose_share counts
             # (rrf, kept for comparison, fuses ranks: code is not told apart there)
             if params.fusion != "rrf" and params.judge_code and not identifier:
-                in_code = frozenset(judged) if all_code else catalog.code_chunks(judged)
+                in_code = frozenset(judged) if all_code else catalog.chunks.code_chunks(judged)
         ranking = fuse(
             Candidates(
                 vector=vector_hits,
@@ -202,7 +204,7 @@ def search_beside(
             ),
             params,
         )
-        return best_hits(catalog.fetch, ranking, top_k, score_threshold)
+        return best_hits(catalog.chunks.fetch, ranking, top_k, score_threshold)
 
 
 def keyword_candidates(
@@ -236,10 +238,10 @@ def keyword_evidence(
         hits, weight = keyword_channel(catalog, words, params.depth, weights, files)
     if counts:  # CJK runs are found by their bigrams (see cjk.py)
         grams = list(counts)
-        shares, rows = catalog.shares_among(grams, table="chunks_cjk")
+        shares, rows = catalog.terms.shares_among(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
         weight += idf_sum(searched, shares, rows)
-        passages = catalog.cjk_search(or_query(searched), params.depth, files)
+        passages = catalog.keywords.cjk_search(or_query(searched), params.depth, files)
         if long_cjk:
             passages = with_documents(catalog, counts, shares, passages, params.depth, files)
         hits = summed(hits, passages)
@@ -259,9 +261,9 @@ def with_documents(
     if catalog.get_meta(FILE_GRAMS_KEY) != "1":  # made before, its rows not all written yet
         return list(passages)
     kept = document_terms(counts, shares)
-    documents = catalog.cjk_file_search(or_query(kept), depth, files) if kept else []
+    documents = catalog.keywords.cjk_file_search(or_query(kept), depth, files) if kept else []
     if not documents:
         return list(passages)
-    head_of = catalog.head_ids([cid for cid, _ in passages])
-    first_of = catalog.first_chunks([fid for fid, _ in documents])
+    head_of = catalog.chunks.head_ids([cid for cid, _ in passages])
+    first_of = catalog.chunks.first_chunks([fid for fid, _ in documents])
     return by_documents(passages, documents, head_of, first_of)

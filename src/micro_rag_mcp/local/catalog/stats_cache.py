@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.queries import CatalogStats
+from micro_rag_mcp.local.catalog import Catalog, CatalogStats
 
 
 class StatsCache:

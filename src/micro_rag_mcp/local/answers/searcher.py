@@ -1,48 +1,37 @@
-"""The local engine's answers: search (both channels at once), read, and the index's state.
-
-``Engine`` adds the life cycle and the passes that write; these only read, from a
-pooled catalog reader, the vectors cached for it and the model if it is loaded.
-"""
+"""Searching the local index: both channels at once, from pooled catalog readers, the
+query embedded beside the keyword channel; each hit's file checked against the disk and
+queued for a refresh when it changed."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
-from micro_rag_mcp.core.arguments import shown
-from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
+from micro_rag_mcp.core.errors import IndexUnreadable
 from micro_rag_mcp.core.formats import all_code
-from micro_rag_mcp.core.fsutil import holder_progress, lock_is_held
 from micro_rag_mcp.core.results import (
     Found,
     Hit,
     IndexState,
-    ModelState,
     SearchOutcome,
-    TextPassage,
     found_notices,
     state_notices,
 )
-from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.ingest.skipped import recorded
+from micro_rag_mcp.core.shown import first_few
+from micro_rag_mcp.local.answers.reader_pool import ReaderPool
+from micro_rag_mcp.local.answers.search import VectorSide, search_beside
+from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
-from micro_rag_mcp.local.changes import stale_files
-from micro_rag_mcp.local.layout import IndexPaths
-from micro_rag_mcp.local.queries import CatalogStats
-from micro_rag_mcp.local.reader_pool import ReaderPool
-from micro_rag_mcp.local.search import VectorSide, search_beside
-from micro_rag_mcp.local.stats_cache import StatsCache
-from micro_rag_mcp.local.vector_cache import VectorCache, reader_meta
-from micro_rag_mcp.local.watch import STANDBY, WATCHED_ELSEWHERE, Watcher
-from micro_rag_mcp.local.writer import Writer
+from micro_rag_mcp.local.vectors.cache import reader_meta
+from micro_rag_mcp.local.watch.changes import stale_files
+from micro_rag_mcp.local.watch.watcher import STANDBY, WATCHED_ELSEWHERE
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed, with_context
+from micro_rag_mcp.search.reading import with_context
 from micro_rag_mcp.search.scope import Resolved, ScopeCache, SearchScope
 
 if TYPE_CHECKING:
@@ -52,20 +41,30 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-class EngineAnswers:
-    """What ``Engine`` answers without writing; the parts below are the engine's own."""
+class Searcher:
+    """The ``search`` of one index.
 
-    settings: Settings
-    params: SearchParams
-    paths: IndexPaths
-    _model: ModelHandle
-    _vectors: VectorCache
-    _stats: StatsCache
-    _writer: Writer
-    _watcher: Watcher
-    _pool: ThreadPoolExecutor
-    _readers: ReaderPool
-    _scopes: ScopeCache
+    ``params`` gives the engine's search parameters at each search (they may be set
+    anew between searches); ``states`` tells the index's state beside the hits.
+    """
+
+    def __init__(
+        self, parts: AnswerParts, params: Callable[[], SearchParams], states: IndexStates
+    ) -> None:
+        self.settings = parts.settings
+        self._params = params
+        self._states = states
+        self._model = parts.model
+        self._vectors = parts.vectors
+        self._writer = parts.writer
+        self._watcher = parts.watcher
+        self._pool = parts.pool
+        self._readers = ReaderPool(parts.paths.catalog)
+        self._scopes = ScopeCache()
+
+    def close(self) -> None:
+        """Close the pooled catalog readers."""
+        self._readers.close()
 
     def search(
         self,
@@ -88,7 +87,7 @@ class EngineAnswers:
                 catalog = held.enter_context(self._readers.reader())
             except CatalogCorrupt:
                 self._model_notices(self._model.get(self.settings.model_wait_s), notices)
-                state = self._state(None)
+                state = self._states.of(None)
                 notices.append(
                     "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
                 )
@@ -96,7 +95,7 @@ class EngineAnswers:
             within = self._scopes.resolve(catalog, scope) if scope is not None else None
             if within is not None and within.empty:
                 notices.append(within.notice())
-                state = self._state(catalog)
+                state = self._states.of(catalog)
                 return SearchOutcome([], state, [*notices, *state_notices(state)])
             found, state = self._search_in(catalog, query, top_k, score_threshold, notices, within)
         notices.extend(state_notices(state))
@@ -116,14 +115,14 @@ class EngineAnswers:
         try:
             pending = self._beside(self._vector_side, query, reader_meta(catalog), within)
             try:
-                stats = self._stats.get(catalog)
+                stats = self._states.counts(catalog)
                 found = search_beside(
                     catalog,
                     query,
                     lambda: pending.result()[1],
                     top_k=top_k,
                     score_threshold=score_threshold,
-                    params=self.params,
+                    params=self._params(),
                     files=within.file_ids if within is not None else None,
                     all_code=all_code(self.settings.exts),
                 )
@@ -134,7 +133,7 @@ class EngineAnswers:
             embedder, _ = pending.result()
             self._model_notices(embedder, notices)
             hits = with_context(catalog, self._mark_stale(found.hits, notices))
-            return replace(found, hits=hits), self._state(catalog, stats)
+            return replace(found, hits=hits), self._states.of(catalog, stats)
         except sqlite3.DatabaseError as e:
             raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
 
@@ -144,14 +143,14 @@ class EngineAnswers:
         """The model (waiting for it as long as a search may), and the vector channel's
         part of the search if the model and the vectors are there."""
         embedder = self._model.get(self.settings.model_wait_s)
-        if embedder is None or "vector" not in self.params.channels:
+        if embedder is None or "vector" not in self._params().channels:
             return embedder, None
         query_vector = embedder.embed_query(query)
         store = self._vectors.for_catalog(meta, embedder, writing=self._writer.running)
         if store is None:
             return embedder, None
         keys = within.keys if within is not None else None
-        hits = store.search(query_vector, self.params.depth, keys)
+        hits = store.search(query_vector, self._params().depth, keys)
         chunks = within.chunk_ids if within is not None else None
 
         def embed(texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -176,44 +175,6 @@ class EngineAnswers:
         if embedder is None:
             notices.append(self._model.absent_notice())
 
-    def read(
-        self,
-        path: str,
-        *,
-        char_start: int | None = None,
-        char_end: int | None = None,
-        page: int | None = None,
-        max_chars: int = DEFAULT_MAX_CHARS,
-        anchor: str | None = None,
-    ) -> TextPassage:
-        """The indexed text of one file, a range or page of it, or an anchor's passage
-        (see ``reading``)."""
-        indexing = self._writer.running or lock_is_held(self.paths.lock)
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt as e:
-            raise NotIndexed(
-                f"no file {shown(path)} in the index: nothing is indexed yet"
-                + (" (indexing is running)" if indexing else "")
-            ) from e
-        try:
-            return read_indexed(
-                catalog,
-                self.settings.data_folder,
-                path,
-                char_start=char_start,
-                char_end=char_end,
-                page=page,
-                max_chars=max_chars,
-                indexing=indexing,
-                anchor=anchor,
-                exts=self.settings.exts,
-            )
-        except sqlite3.DatabaseError as e:
-            raise IndexUnreadable(f"the index cannot be read right now ({e}); try again") from e
-        finally:
-            catalog.close()
-
     def _mark_stale(self, hits: list[Hit], notices: list[str]) -> list[Hit]:
         """Flag the hits whose file changed since it was indexed, and queue those files."""
         folder = self.settings.data_folder
@@ -230,58 +191,10 @@ class EngineAnswers:
         notices.append(_stale_notice(stale, queued, self._watcher.status))
         return [replace(h, stale=h.chunk.path in stale) for h in hits]
 
-    def state(self) -> IndexState:
-        """What is indexed, whether a pass runs (here or elsewhere), and the model's state."""
-        try:
-            catalog = Catalog.open_reader(self.paths.catalog)
-        except CatalogCorrupt:
-            return self._state(None)
-        try:
-            return self._state(catalog)
-        finally:
-            catalog.close()
-
-    def _state(self, catalog: Catalog | None, stats: CatalogStats | None = None) -> IndexState:
-        if stats is None and catalog is not None:
-            stats = self._stats.get(catalog)
-        with_vectors = 0
-        if catalog is not None and stats:
-            loaded = self._model.get(0) if self._model.state is ModelState.READY else None
-            space = vector_space(loaded) if loaded is not None else None
-            with_vectors = self._vectors.count(catalog, stats, space=space)
-        progress = self._writer.progress
-        indexing = self._writer.running
-        phase: str | None = None
-        done = total = None
-        if progress is not None:
-            phase, done, total = progress.phase, progress.done, progress.total
-        elif not indexing:
-            other = holder_progress(self.paths.lock)
-            if other is not None:
-                indexing = True
-                phase, done, total = other.phase, other.done, other.total
-        return IndexState(
-            indexing=indexing,
-            phase=phase,
-            done=done,
-            total=total,
-            files_indexed=stats.files_indexed if stats else 0,
-            files_failed=stats.files_failed if stats else 0,
-            chunks_total=stats.chunks if stats else 0,
-            chunks_with_vectors=with_vectors,
-            model=self._model.state,
-            model_error=self._model.error,
-            watch=self._watcher.status,
-            queued=len(self._watcher.queue),
-            queue_fault=self._watcher.fault,
-            skipped=recorded(catalog) if catalog is not None else (),
-            write_fault=self._writer.write_fault,
-        )
-
 
 def _stale_notice(stale: set[str], queued: bool, watch: str) -> str:
     names = sorted(stale)
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    shown = first_few(names)
     many = len(names) > 1
     they, them = ("they", "them") if many else ("it", "it")
     said = (

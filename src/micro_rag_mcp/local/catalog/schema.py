@@ -1,0 +1,98 @@
+"""The catalog's tables, its version and how a connection to it is made.
+
+``SCHEMA`` creates every table an empty catalog needs; ``SCHEMA_VERSION`` is recorded in
+its meta table, and a catalog of a version in ``MIGRATES_FROM`` is upgraded in place
+(``Catalog.open``). Every write transaction ends with ``BUMP_GENERATION``, so a reader can
+tell that the catalog changed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from micro_rag_mcp.core.errors import MicroRagError
+
+SCHEMA_VERSION = "4"
+MIGRATES_FROM = frozenset({"3"})  # older schemas this one upgrades in place (see _migrate)
+
+SCHEMA = """
+BEGIN;
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    id         INTEGER PRIMARY KEY,
+    path       TEXT NOT NULL UNIQUE,
+    ext        TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    mtime_ns   INTEGER NOT NULL,
+    checksum   TEXT,
+    status     TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+    error      TEXT,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    file_id     INTEGER NOT NULL REFERENCES files(id),
+    chunk_index INTEGER NOT NULL,
+    char_start  INTEGER NOT NULL,
+    char_end    INTEGER NOT NULL,
+    line_start  INTEGER,
+    line_end    INTEGER,
+    page        INTEGER,
+    title       TEXT NOT NULL DEFAULT '',
+    text        TEXT NOT NULL,
+    section     TEXT,
+    locator     TEXT,
+    vkey        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, text,
+    content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
+    VALUES ('delete', old.id, old.title, old.text);
+END;
+-- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicode61');
+-- Paths a watcher saw change while another pass held the index: the pass that holds it
+-- takes them between two files, so a change never waits for a long pass to end.
+CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
+CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_cjk WHERE rowid = old.id;
+END;
+COMMIT;
+"""
+
+
+BUMP_GENERATION = (
+    "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+)
+
+
+class CatalogCorrupt(MicroRagError):
+    """The catalog file exists but is not a usable database."""
+
+
+_DAMAGE_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def is_damage(e: sqlite3.Error) -> bool:
+    """Whether SQLite says the file itself is damaged (not busy, full or forbidden)."""
+    code = getattr(e, "sqlite_errorcode", None)
+    return code is not None and (code & 0xFF) in _DAMAGE_CODES
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    return conn

@@ -179,12 +179,13 @@ class _ArgumentsAsSent(FuncMetadata):
 
 
 class StrictTool(Tool):
-    """A tool whose arguments are taken exactly as its input schema states them.
+    """A tool whose arguments are taken as its input schema states them.
 
     The SDK builds the argument model from the function's signature and validates it in
-    pydantic's lax mode: ``"3"`` passes for an integer, ``"yes"`` for a boolean, unknown
-    names are dropped, and a refusal is pydantic's report. Here the same model, made
-    strict, checks the arguments first and each problem is answered in one sentence.
+    pydantic's lax mode: ``"yes"`` passes for a boolean, unknown names are dropped, and a
+    refusal is pydantic's report. Here the same model, made strict, checks the arguments
+    first (taking a string that plainly is a number or a list as that: ``core.arguments``)
+    and each problem is answered in one sentence.
     """
 
     def model_post_init(self, context: Any, /) -> None:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from micro_rag_mcp.cli.output import IndexDisplay, Screens, highlighted, query_terms, snippet
 from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
+from micro_rag_mcp.serve.tool_results import ReindexResult
 
 
 def feed(display: IndexDisplay) -> None:
@@ -78,3 +79,25 @@ def test_a_narrow_status_table_wraps_the_model_between_its_parts() -> None:
     lines = [line.strip() for line in screen.getvalue().splitlines()]
     assert "title+text (installed)" in lines  # the recipe on a line of its own, whole
     assert any(line.endswith("all-MiniLM-L6-v2@53aa51172d14;") for line in lines)
+
+
+def test_the_index_summary_says_identical_texts_share_a_vector() -> None:
+    out = io.StringIO()
+    screens = Screens(Console(file=out, width=100), Console(file=io.StringIO(), width=100))
+    result = ReindexResult(
+        files_added=0,
+        files_updated=0,
+        files_removed=0,
+        files_unchanged=0,
+        files_failed=[],
+        chunks_total=1800,
+        chunks_embedded=849,
+        elapsed_ms=5,
+        notices=[],
+        running=False,
+        joined=False,
+    )
+    screens.report(result, "ready")
+    summary = " ".join(out.getvalue().split())
+    assert "1800 chunks in the index, 849 embedded now" in summary
+    assert "chunks of identical text share one vector" in summary

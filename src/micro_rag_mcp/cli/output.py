@@ -150,6 +150,11 @@ class Screens:
             f"{result.chunks_total} chunks in the index, {result.chunks_embedded} embedded now, "
             f"in {result.elapsed_ms / 1000:.1f} s"
         )
+        if result.chunks_embedded < result.chunks_total:
+            self.out.print(
+                "(chunks of identical text share one vector: a text is embedded once, and "
+                "text embedded in an earlier pass keeps its vector)"
+            )
         if model != "ready":
             _say(
                 self.err,

@@ -102,7 +102,7 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
             "search",
             {"query": "x", "topk": 3},
             'unknown argument "topk"; the parameters are query, top_k, score_threshold, '
-            "path_glob, modified_after, modified_before, file_types",
+            "path_glob, modified_after, modified_before, file_types, max_chars",
         ),
         (
             "reindex",
@@ -131,7 +131,7 @@ def test_every_problem_with_the_arguments_is_one_line(data: Path) -> None:
         'Error executing tool search: query must contain some text (got "")',
         'top_k must be an integer (got "nine")',
         'unknown argument "k"; the parameters are query, top_k, score_threshold, '
-        "path_glob, modified_after, modified_before, file_types",
+        "path_glob, modified_after, modified_before, file_types, max_chars",
     ]
 
 

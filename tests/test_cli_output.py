@@ -30,6 +30,29 @@ def test_on_a_terminal_a_bar_per_phase_with_counts() -> None:
     assert "\x1b[" in drawn  # a live display, drawn with escape codes
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_on_a_terminal_a_slow_file_is_named_in_place_of_rate_and_time_left() -> None:
+    clock, screen = Clock(), io.StringIO()
+    display = IndexDisplay(Console(file=screen, force_terminal=True, width=120), clock)
+    for done in range(1, 4):
+        clock.now += 1
+        display(Progress("reading", done, 10, f"f{done}.txt"))
+    display(Progress("reading", 3, 10, reading="scans/big.pdf"))
+    clock.now += 40
+    display(Progress("reading", 3, 10, reading="scans/big.pdf"))
+    display.close()
+    last = screen.getvalue().rsplit("reading files", 1)[1]  # the bar as it was left
+    assert "3/10" in last and "reading scans/big.pdf (40 s)" in last
+    assert "/s" not in last and "left" not in last
+
+
 def test_elsewhere_plain_lines_without_escape_codes() -> None:
     screen = io.StringIO()
     feed(IndexDisplay(Console(file=screen, force_terminal=False, width=100)))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.serve.framing import oversized_id
 from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
@@ -195,3 +196,20 @@ def test_a_request_of_the_protocol_without_handshake_needs_no_initialize(
     }
     server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
     assert [t["name"] for t in server.reply()["result"]["tools"]]
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "found"),
+    [
+        (b'{"jsonrpc": "2.0", "id": "a\\"b", "method": "x", "params": {"q": "xx', b'x"}}', 'a"b'),
+        (b'{"method": "x", "params": {"id": 5, "q": "xx', b'xx"}, "jsonrpc":"2.0","id":9}', 9),
+        (b'{"method": "x", "params": {"q": "xx', b'xx", "id": 5}}', None),  # an argument's id
+        (b'{"method": "x", "params": {"q": "xx', b'xx", "id": 5}, "id": true}', None),
+        (b'{"jsonrpc": "2.0", "method": "x", "params": {"q": "xx', b'xx"}}', None),
+        (b"not json at all", b"and no end either", None),
+    ],
+)
+def test_the_id_of_an_oversized_line_is_read_only_at_the_objects_own_level(
+    head: bytes, tail: bytes, found: object
+) -> None:
+    assert oversized_id(head, tail) == found

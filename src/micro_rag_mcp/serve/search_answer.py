@@ -1,8 +1,9 @@
 """A search's tool result as the client receives it, within a budget of characters.
 
 The answer has two forms, and a host hands its model one of them: Claude Code passes only
-the structured content (as JSON) when it is present, while Claude Desktop, Amazon Q and
-other older clients read only the text content. So each form carries the passages: the
+the structured content (as JSON) when it is present (its issues 55677 and 79944), while
+a client of a protocol revision before structured content, and others (Amazon Q, in
+issue 59480 there), read only the text content. So each form carries the passages: the
 structured content holds every field (the output schema's, validated by the TypeScript
 SDK), and the text content is the same answer written for reading (a header per result
 with its path, place, relevance, offsets and anchor, then the passage), not the JSON a

@@ -111,7 +111,7 @@ class RawServer:
         for n in range(10**6):
             self.send(search_call(-1 - n, query, top_k=1))
             answer = self.read_one()
-            out = json.loads(answer["result"]["content"][0]["text"])
+            out = answer["result"]["structuredContent"]
             index = out["index"]
             settled = index["model"] == "ready" and not index["indexing"]
             if out["results"] and (settled or not idle):

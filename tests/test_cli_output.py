@@ -10,6 +10,7 @@ from rich.console import Console
 
 from micro_rag_mcp.cli.output import IndexDisplay, Screens, highlighted, query_terms, snippet
 from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
+from micro_rag_mcp.serve.tool_results import ReindexResult
 
 
 def feed(display: IndexDisplay) -> None:
@@ -27,6 +28,29 @@ def test_on_a_terminal_a_bar_per_phase_with_counts() -> None:
     assert "reading files" in drawn and "3/3" in drawn
     assert "embedding chunks" in drawn and "20/20" in drawn
     assert "\x1b[" in drawn  # a live display, drawn with escape codes
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_on_a_terminal_a_slow_file_is_named_in_place_of_rate_and_time_left() -> None:
+    clock, screen = Clock(), io.StringIO()
+    display = IndexDisplay(Console(file=screen, force_terminal=True, width=120), clock)
+    for done in range(1, 4):
+        clock.now += 1
+        display(Progress("reading", done, 10, f"f{done}.txt"))
+    display(Progress("reading", 3, 10, reading="scans/big.pdf"))
+    clock.now += 40
+    display(Progress("reading", 3, 10, reading="scans/big.pdf"))
+    display.close()
+    last = screen.getvalue().rsplit("reading files", 1)[1]  # the bar as it was left
+    assert "3/10" in last and "reading scans/big.pdf (40 s)" in last
+    assert "/s" not in last and "left" not in last
 
 
 def test_elsewhere_plain_lines_without_escape_codes() -> None:
@@ -78,3 +102,25 @@ def test_a_narrow_status_table_wraps_the_model_between_its_parts() -> None:
     lines = [line.strip() for line in screen.getvalue().splitlines()]
     assert "title+text (installed)" in lines  # the recipe on a line of its own, whole
     assert any(line.endswith("all-MiniLM-L6-v2@53aa51172d14;") for line in lines)
+
+
+def test_the_index_summary_says_identical_texts_share_a_vector() -> None:
+    out = io.StringIO()
+    screens = Screens(Console(file=out, width=100), Console(file=io.StringIO(), width=100))
+    result = ReindexResult(
+        files_added=0,
+        files_updated=0,
+        files_removed=0,
+        files_unchanged=0,
+        files_failed=[],
+        chunks_total=1800,
+        chunks_embedded=849,
+        elapsed_ms=5,
+        notices=[],
+        running=False,
+        joined=False,
+    )
+    screens.report(result, "ready")
+    summary = " ".join(out.getvalue().split())
+    assert "1800 chunks in the index, 849 embedded now" in summary
+    assert "chunks of identical text share one vector" in summary

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from micro_rag_mcp.core.errors import InvalidArgument, ModelUnavailable
+from micro_rag_mcp.core.results import Progress
 from micro_rag_mcp.ingest.files import document_title
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
@@ -33,6 +34,16 @@ def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(
     assert report.chunks_total == 2
     assert set(catalog_rows(data / "index")) == {"a.txt", "notes/b.md"}
     assert vector_ids(data / "index") == chunk_keys(data / "index")
+
+
+def test_progress_names_each_file_as_its_read_begins(engine: Engine, data: Path) -> None:
+    write(data / "a.txt", "Apples grow on trees in the orchard.")
+    write(data / "b.txt", "Bananas are yellow and curved.")
+    heard: list[Progress] = []
+    engine.reindex(progress=heard.append)
+    reading = dict.fromkeys((p.reading, p.done) for p in heard if p.reading)
+    assert sorted(name for name, _ in reading) == ["a.txt", "b.txt"]  # each once
+    assert sorted(done for _, done in reading) == [0, 1]  # the files done before it
 
 
 def test_reindex_skips_unchanged_files_without_reading_them(engine: Engine, data: Path) -> None:

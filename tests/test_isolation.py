@@ -124,3 +124,22 @@ def test_a_timed_out_file_is_tried_again_at_the_next_reindex(data: Path) -> None
     patient.load_model()
     report = patient.reindex()  # same stamp, yet read again: the failure was not the file's
     assert report.files_failed == [] and report.files_updated == 1
+
+
+def test_the_readers_warnings_name_the_file_and_come_through_our_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    mail = tmp_path / "inbox" / "no-boundary.eml"
+    mail.parent.mkdir()
+    mail.write_bytes(
+        b"From: ada@example.org\r\nSubject: Boiler check\r\nMIME-Version: 1.0\r\n"
+        b"Content-Type: multipart/mixed\r\n\r\nThe pressure valve on pipe nine leaks.\r\n"
+    )
+    with (
+        caplog.at_level("WARNING", logger="micro_rag_mcp.reader"),
+        IsolatedReader(tmp_path, timeout_s=60) as reader,
+    ):
+        assert "pressure valve" in reader.read(mail, max_bytes=10**7).text
+    said = [r.getMessage() for r in caplog.records if r.name == "micro_rag_mcp.reader"]
+    assert said == ["inbox/no-boundary.eml: a multipart body without its boundary, read as text"]
+    assert "/proc/self/fd" not in capfd.readouterr().err  # the reader wrote nothing itself

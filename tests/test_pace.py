@@ -73,3 +73,18 @@ def test_while_reading_the_line_tells_the_chunks_embedded_meanwhile() -> None:
     clock.now += 20
     log(Progress("reading", 50, 100, embedded=320))
     assert lines == ["reading files: 50 of 100 (2.5 files/s, about 20 s left); 320 chunks embedded"]
+
+
+def test_a_file_slow_to_read_is_named_instead_of_a_rate_and_time_left() -> None:
+    clock, lines = Clock(), []
+    log = ProgressLog(lines.append, 10.0, clock)
+    for done in range(1, 4):
+        clock.now += 1
+        log(Progress("reading", done, 10))
+    log(Progress("reading", 3, 10, reading="scans/big.pdf"))
+    clock.now += 40
+    log(Progress("reading", 3, 10, reading="scans/big.pdf", embedded=5))  # the same news again
+    assert lines == ["reading files: 3 of 10 (reading scans/big.pdf for 40 s); 5 chunks embedded"]
+    clock.now += 11
+    log(Progress("reading", 4, 10))  # it ended: a rate again
+    assert lines[-1].startswith("reading files: 4 of 10 (0.0741 files/s, about")

@@ -64,7 +64,7 @@ def test_read_refuses_unknown_and_outside_paths_in_one_sentence(data: Path) -> N
             await client.call_tool("read", {"path": "../etc/passwd"}),
             await client.call_tool("read", {"path": "notes.txt", "page": 1}),
             await client.call_tool("read", {"path": "notes.txt", "max_chars": 50001}),
-            await client.call_tool("read", {"path": "notes.txt", "char_start": "3"}),
+            await client.call_tool("read", {"path": "notes.txt", "char_start": "3x"}),
         ]
 
     texts = [r.content[0].text for r in run_client(check, data) if r.is_error]
@@ -76,5 +76,5 @@ def test_read_refuses_unknown_and_outside_paths_in_one_sentence(data: Path) -> N
         "Error executing tool read: page applies to PDF files only; notes.txt has no pages "
         "(use char_start and char_end)",
         "Error executing tool read: max_chars must be between 1 and 50000 (got 50001)",
-        'Error executing tool read: char_start must be an integer or null (got "3")',
+        'Error executing tool read: char_start must be an integer or null (got "3x")',
     ]

@@ -79,15 +79,15 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
         ("reindex", {"force": "yes"}, 'force must be a boolean (got "yes")'),
         ("reindex", {"force": 1}, "force must be a boolean (got 1)"),
         ("reindex", {"path_glob": 3}, "path_glob must be a string or null (got 3)"),
-        ("search", {"query": "x", "top_k": "3"}, 'top_k must be an integer (got "3")'),
+        ("search", {"query": "x", "top_k": "3rd"}, 'top_k must be an integer (got "3rd")'),
         ("search", {"query": "x", "top_k": True}, "top_k must be an integer (got true)"),
         ("search", {"query": "x", "top_k": 2.5}, "top_k must be an integer (got 2.5)"),
         ("search", {"query": "x", "top_k": 99}, "top_k must be between 1 and 50 (got 99)"),
         ("search", {"query": "x", "top_k": 0}, "top_k must be between 1 and 50 (got 0)"),
         (
             "search",
-            {"query": "x", "score_threshold": "0.5"},
-            'score_threshold must be a number (got "0.5")',
+            {"query": "x", "score_threshold": "half"},
+            'score_threshold must be a number (got "half")',
         ),
         (
             "search",
@@ -102,7 +102,7 @@ def test_bad_search_arguments_get_an_error_naming_the_parameter(
             "search",
             {"query": "x", "topk": 3},
             'unknown argument "topk"; the parameters are query, top_k, score_threshold, '
-            "path_glob, modified_after, modified_before, file_types",
+            "path_glob, modified_after, modified_before, file_types, max_chars",
         ),
         (
             "reindex",
@@ -124,14 +124,14 @@ def test_arguments_are_taken_exactly_as_the_schema_says_and_refused_in_one_sente
 
 def test_every_problem_with_the_arguments_is_one_line(data: Path) -> None:
     async def check(client: Client) -> Any:
-        return await client.call_tool("search", {"query": "", "top_k": "9", "k": 1})
+        return await client.call_tool("search", {"query": "", "top_k": "nine", "k": 1})
 
     text = run_client(check, data).content[0].text
     assert text.splitlines() == [
         'Error executing tool search: query must contain some text (got "")',
-        'top_k must be an integer (got "9")',
+        'top_k must be an integer (got "nine")',
         'unknown argument "k"; the parameters are query, top_k, score_threshold, '
-        "path_glob, modified_after, modified_before, file_types",
+        "path_glob, modified_after, modified_before, file_types, max_chars",
     ]
 
 
@@ -152,6 +152,36 @@ def test_numbers_follow_json_and_strings_stay_strings(data: Path) -> None:
     # A glob is a glob, even when it reads as JSON: "null" is not "no glob".
     assert null_glob.structured_content["files_updated"] == 0, null_glob.structured_content
     assert not json_like_glob.is_error, json_like_glob.content
+
+
+def test_numbers_and_lists_sent_as_strings_are_taken_where_their_meaning_is_plain(
+    data: Path,
+) -> None:
+    """What the MCP Inspector's CLI sends for a parameter whose schema has no plain type."""
+    (data / "a.txt").write_text("alpha beta gamma")
+    (data / "b.md").write_text("alpha in markdown")
+
+    async def check(client: Client) -> list[Any]:
+        search = {"query": "alpha", "score_threshold": "0", "top_k": "5"}
+        return [
+            await client.call_tool("search", {**search, "file_types": "txt"}),
+            await client.call_tool("search", {**search, "file_types": "md, txt"}),
+            await client.call_tool("search", {**search, "file_types": '["md"]'}),
+            await client.call_tool(
+                "read", {"path": "a.txt", "char_start": "6", "char_end": "10", "max_chars": "3"}
+            ),
+            await client.call_tool("read", {"path": "a.txt", "page": "one"}),
+            await client.call_tool("search", {**search, "file_types": '["md"'}),
+        ]
+
+    txt, both, md, ranged, bad_page, bad_list = run_client(check, data)
+    paths = [{r["path"] for r in x.structured_content["results"]} for x in (txt, both, md)]
+    assert paths == [{"a.txt"}, {"a.txt", "b.md"}, {"b.md"}]
+    assert ranged.structured_content["text"] == "bet"
+    assert bad_page.content[0].text == (
+        'Error executing tool read: page must be an integer or null (got "one")'
+    )
+    assert bad_list.is_error and "file_types must be a list of strings" in bad_list.content[0].text
 
 
 def test_search_returns_cited_results_and_index_state(data: Path) -> None:

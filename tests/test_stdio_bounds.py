@@ -6,6 +6,7 @@ never measured speeds.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -13,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.serve.framing import oversized_id
 from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
 MIB = 1024 * 1024
+TOOLS = ("search", "reindex", "read")
 EXIT_DEADLINE_S = 60.0  # what docs/hostile.md promises after end-of-file or a signal
 
 
@@ -65,9 +68,47 @@ def test_a_message_over_the_size_limit_is_refused_and_the_next_one_answered(
     server.send(huge + b"a" * (MAX_MESSAGE_BYTES + MIB) + b'"}}')
     server.initialize()
     refused, answered = server.reply(), server.reply()
-    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert refused["id"] == 1 and refused["error"]["code"] == -32600
     assert f"longer than {MAX_MESSAGE_BYTES:,} bytes" in refused["error"]["message"]
     assert answered["id"] == "init" and "result" in answered
+
+
+def huge_call(request_id: int | str | None, tool: str, *, id_last: bool) -> bytes:
+    """A tools/call whose one argument is 10 MB, its id where the Python SDK writes it
+    (before ``params``) or where the TypeScript SDK does (after), or no id at all."""
+    key = {"search": "query", "reindex": "path_glob", "read": "path"}[tool]
+    params = json.dumps({"name": tool, "arguments": {key: "x" * (10 * MIB)}})
+    if request_id is None:
+        return b'{"jsonrpc": "2.0", "method": "tools/call", "params": ' + params.encode() + b"}"
+    rid = json.dumps(request_id)
+    call = f'"method": "tools/call", "params": {params}'
+    if id_last:
+        return f'{{{call}, "jsonrpc": "2.0", "id": {rid}}}'.encode()
+    return f'{{"jsonrpc": "2.0", "id": {rid}, {call}}}'.encode()
+
+
+def test_an_oversized_call_is_refused_to_its_own_id_with_memory_unchanged(
+    server: RawServer,
+) -> None:
+    server.wait_searchable("herons", idle=True)  # the model's memory is in "before"
+    server.start_reading()
+    before = server.peak_rss_bytes()
+    calls: list[tuple[int | str, str, bool]] = [
+        (n * 2 + last, tool, bool(last)) for n, tool in enumerate(TOOLS) for last in (0, 1)
+    ]
+    calls.append(("last", "search", True))
+    for request_id, tool, id_last in calls:
+        server.send(huge_call(request_id, tool, id_last=id_last))
+    server.send(
+        huge_call(None, "read", id_last=False), {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+    )
+    replies = [server.reply() for _ in range(len(calls) + 2)]
+    assert [r["id"] for r in replies] == [c[0] for c in calls] + [None, 99]
+    for refused in replies[:-1]:
+        assert refused["error"]["code"] == -32600
+        assert f"longer than {MAX_MESSAGE_BYTES:,} bytes" in refused["error"]["message"]
+    # A line held whole would be 10 MB, and parsed far more.
+    assert server.peak_rss_bytes() - before < 8 * MIB
 
 
 def flood(server: RawServer, requests: int, *, close: bool = True) -> threading.Thread:
@@ -155,3 +196,20 @@ def test_a_request_of_the_protocol_without_handshake_needs_no_initialize(
     }
     server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
     assert [t["name"] for t in server.reply()["result"]["tools"]]
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "found"),
+    [
+        (b'{"jsonrpc": "2.0", "id": "a\\"b", "method": "x", "params": {"q": "xx', b'x"}}', 'a"b'),
+        (b'{"method": "x", "params": {"id": 5, "q": "xx', b'xx"}, "jsonrpc":"2.0","id":9}', 9),
+        (b'{"method": "x", "params": {"q": "xx', b'xx", "id": 5}}', None),  # an argument's id
+        (b'{"method": "x", "params": {"q": "xx', b'xx", "id": 5}, "id": true}', None),
+        (b'{"jsonrpc": "2.0", "method": "x", "params": {"q": "xx', b'xx"}}', None),
+        (b"not json at all", b"and no end either", None),
+    ],
+)
+def test_the_id_of_an_oversized_line_is_read_only_at_the_objects_own_level(
+    head: bytes, tail: bytes, found: object
+) -> None:
+    assert oversized_id(head, tail) == found

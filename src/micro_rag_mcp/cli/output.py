@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -23,13 +24,12 @@ from rich.progress import (
     ProgressColumn,
     Task,
     TextColumn,
-    TimeRemainingColumn,
 )
 from rich.progress import Progress as Bar
 from rich.table import Table
 from rich.text import Text
 
-from micro_rag_mcp.core.pace import ProgressLog
+from micro_rag_mcp.core.pace import Pace, ProgressLog, duration
 from micro_rag_mcp.core.records import SkipGroup
 from micro_rag_mcp.core.results import IndexSummary, Progress, TextPassage
 from micro_rag_mcp.search.terms import STOPWORDS
@@ -40,10 +40,24 @@ SNIPPET_CHARS = 320
 _PHASES = {"reading": "reading files", "embedding": "embedding chunks"}
 
 
-class _Rate(ProgressColumn):
+class _Pace(ProgressColumn):
+    """The rate and the time left; while a file is slow to read, its name instead (the
+    rate and time left then mean nothing: ``core.pace``)."""
+
+    def __init__(self, pace: Pace) -> None:
+        super().__init__()
+        self._pace = pace
+
     def render(self, task: Task) -> Text:
+        slow = self._pace.slow_read()
+        if slow is not None and task.description == _PHASES["reading"] and not task.finished:
+            return Text(f"reading {slow[0]} ({duration(slow[1])})", style="progress.description")
         speed = task.finished_speed or task.speed
-        return Text(f"{speed:.3g}/s" if speed else "", style="progress.data.speed")
+        if not speed:
+            return Text("")
+        left = task.time_remaining
+        words = f"{speed:.3g}/s" + (f", about {duration(left)} left" if left else "")
+        return Text(words, style="progress.data.speed")
 
 
 class _ConsoleHandler(logging.Handler):
@@ -60,7 +74,7 @@ class _ConsoleHandler(logging.Handler):
 class IndexDisplay:
     """The progress of an ``index`` run: a live bar on a terminal, else plain lines."""
 
-    def __init__(self, err: Console) -> None:
+    def __init__(self, err: Console, clock: Callable[[], float] = time.monotonic) -> None:
         self._err = err
         self._tasks: dict[str, Any] = {}
         self._phase: str | None = None
@@ -68,15 +82,15 @@ class IndexDisplay:
         self._said = ""
         self._bar: Bar | None = None
         self._handlers: list[logging.Handler] = []
-        self._log = ProgressLog(self._plain, PLAIN_EVERY_S)
+        self._log = ProgressLog(self._plain, PLAIN_EVERY_S, clock)
         if err.is_terminal:
             self._bar = Bar(
                 TextColumn("{task.description:<17}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                _Rate(),
-                TimeRemainingColumn(),
+                _Pace(self._log.pace),
                 console=err,
+                get_time=clock,
             )
             self._bar.start()
             # Log lines (a file that cannot be read) go above the bar, not through it.
@@ -87,6 +101,7 @@ class IndexDisplay:
 
     def __call__(self, p: Progress) -> None:
         if self._bar is not None:
+            self._log.pace.update(p)
             if p.phase not in self._tasks:
                 self._tasks[p.phase] = self._bar.add_task(
                     _PHASES.get(p.phase, p.phase), total=p.total
@@ -150,6 +165,11 @@ class Screens:
             f"{result.chunks_total} chunks in the index, {result.chunks_embedded} embedded now, "
             f"in {result.elapsed_ms / 1000:.1f} s"
         )
+        if result.chunks_embedded < result.chunks_total:
+            self.out.print(
+                "(chunks of identical text share one vector: a text is embedded once, and "
+                "text embedded in an earlier pass keeps its vector)"
+            )
         if model != "ready":
             _say(
                 self.err,

@@ -3,13 +3,20 @@
 A tool's arguments are checked against a strict copy of its argument model: a string is
 not an integer or a boolean, and a name the schema does not list is refused rather than
 dropped. JSON has one number type, so an integer passes for a number and an integral
-number (``3.0``) for an integer. Every problem becomes one sentence that names the
+number (``3.0``) for an integer. Some clients send every value they do not find a plain
+``type`` for as the string typed (the MCP Inspector's CLI, for ``int | None`` and
+``list[str] | None``): a string whose meaning is plain is taken as that value (``"3"``
+for an integer, ``"0.5"`` for a number, ``"pdf,docx"`` or ``'["pdf"]'`` for a list of
+strings); any other string is refused as before. Every problem becomes one sentence that names the
 parameter and the value given, which is what a model needs to correct its call.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import json
+import re
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -28,6 +35,8 @@ _KINDS = {
     "list_type": "a list of strings",
 }
 _BOUNDS = {"greater_than_equal", "less_than_equal"}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 # The longest strings the tools and the CLI take. A query is embedded as its first 256
 # word pieces (about 1,000 characters); a path or a glob as long as the longest path
@@ -57,7 +66,7 @@ def check_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> dict[s
     Raises ``InvalidArgument`` with one line per problem.
     """
     try:
-        checked = model.model_validate(_integral_numbers(model, arguments))
+        checked = model.model_validate(_as_meant(model, arguments))
     except ValidationError as e:
         raise InvalidArgument("\n".join(_sentences(model, e.errors(), arguments))) from None
     return checked.model_dump(by_alias=True, exclude_unset=True)
@@ -73,14 +82,42 @@ def too_many(name: str, limit: int, count: int) -> str:
     return f"{name} must hold at most {limit:,} items (got {count:,})"
 
 
-def _integral_numbers(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
-    """``3.0`` for an integer parameter is the JSON number 3."""
+def _as_meant(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Each value as the client meant it, where that is plain (the module's docstring)."""
     out = dict(arguments)
     for name, field in _fields_by_wire_name(model).items():
         value = out.get(name)
-        if field.annotation is int and type(value) is float and value.is_integer():
-            out[name] = int(value)
+        kind = _single_type(field.annotation)
+        if kind is int and type(value) is float and value.is_integer():
+            out[name] = int(value)  # ``3.0`` for an integer is the JSON number 3
+        elif isinstance(value, str):
+            out[name] = _from_string(kind, value)
     return out
+
+
+def _from_string(kind: Any, value: str) -> Any:
+    text = value.strip()
+    if kind is int and _INTEGER.fullmatch(text):
+        return int(text)
+    if kind is float and _NUMBER.fullmatch(text):
+        return float(text)
+    if kind == list[str]:
+        if text.startswith("["):
+            try:
+                items = json.loads(text)
+            except ValueError:
+                return value
+            return items if isinstance(items, list) else value
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return value
+
+
+def _single_type(annotation: Any) -> Any:
+    """The type of a parameter that takes one type (or null); ``None`` for a union."""
+    members = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) in (Union, UnionType):
+        return members[0] if len(members) == 1 else None
+    return annotation
 
 
 def _sentences(

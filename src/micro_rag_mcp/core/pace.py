@@ -2,6 +2,11 @@
 
 The server logs a line of it every 10 s of a long pass; the command line prints the same
 line when it writes to a file or a pipe instead of a terminal.
+
+While one file takes long to read (``SLOW_READ_S`` and more: a scan under OCR, a large
+PDF), the rate and the time left say nothing (no file ends, so the rate is that of the
+files before it, and the time left stands still): the line names the file and how long
+it has been read instead.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Callable
 from micro_rag_mcp.core.results import Progress
 
 _UNITS = {"reading": "files", "embedding": "chunks"}
+SLOW_READ_S = 3.0
 
 
 class Pace:
@@ -23,6 +29,7 @@ class Pace:
         self._last_news = self._since
         self.current: Progress | None = None
         self.files: tuple[int, int] | None = None  # files read, of how many
+        self._read: tuple[str, float] | None = None  # the file being read, since when
 
     def update(self, p: Progress) -> None:
         now = self._clock()
@@ -31,7 +38,20 @@ class Pace:
             self._since = self._last_news
         if p.phase == "reading":
             self.files = (p.done, p.total)
+        if p.reading:  # the same news may come again (with another embedded count)
+            if self._read is None or self._read[0] != p.reading:
+                self._read = (p.reading, now)
+        elif p.phase != "reading" or before is None or p.done != before.done:
+            self._read = None  # a file ended (embedding news comes between reads too)
         self.current, self._last_news = p, now
+
+    def slow_read(self) -> tuple[str, float] | None:
+        """The file being read and for how many seconds, once that is ``SLOW_READ_S``."""
+        if self._read is None:
+            return None
+        name, since = self._read
+        seconds = self._clock() - since
+        return (name, seconds) if seconds >= SLOW_READ_S else None
 
     def rate(self) -> float | None:
         """Items of the current phase per second, since the phase began."""
@@ -54,8 +74,10 @@ class Pace:
             return "starting"
         unit = _UNITS.get(p.phase, "items")
         words = f"{p.phase} {unit}: {p.done} of {p.total}"
-        rate, left = self.rate(), self.seconds_left()
-        if rate is not None and left is not None and p.done < p.total:
+        rate, left, slow = self.rate(), self.seconds_left(), self.slow_read()
+        if slow is not None and p.phase == "reading":
+            words += f" (reading {slow[0]} for {duration(slow[1])})"
+        elif rate is not None and left is not None and p.done < p.total:
             words += f" ({rate:.3g} {unit}/s, about {duration(left)} left)"
         if p.phase != "reading" and self.files is not None:
             words += f"; {self.files[0]} files read"

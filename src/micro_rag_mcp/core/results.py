@@ -25,6 +25,7 @@ class Progress:
     item: str = ""
     waiting_for: str = ""  # the pass a caller waits for ("start-up"), or "" for its own
     embedded: int = 0  # chunks this pass has embedded so far; embedding runs while reading
+    reading: str = ""  # the file whose read just began (``done`` counts those before it)
 
 
 ProgressFn = Callable[[Progress], None]

@@ -3,14 +3,23 @@
 Document parsers (PDF, Office, HTML, ...) run arbitrary work on untrusted bytes. The
 reader process has a memory ceiling, and a file that takes longer than the time limit has
 its reader killed and is recorded as failed; the next file gets a fresh reader.
+
+What the reader logs while it reads a file (its own warnings, a parser's, Python's
+``warnings``, text a library prints to ``sys.stderr``) is sent back with the answer and
+logged here under ``micro_rag_mcp.reader``, each line naming the file by its path in the
+data folder: the reader opens a file as ``/proc/self/fd/N``, a name that means nothing
+to the person reading the log, and its own writes to stderr would cut through the
+command line's progress bar, which the parent's log lines go around.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import logging
 import os
+import re
 import resource
 import socket
 import subprocess
@@ -24,6 +33,9 @@ from micro_rag_mcp.ingest.readers import Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import ocr_installed
 
 logger = logging.getLogger(__name__)
+reader_logger = logging.getLogger("micro_rag_mcp.reader")
+_FD_NAME = re.compile(r"/proc/self/fd/\d+")
+MAX_LOG_LINES = 50  # of one file's read, sent back
 
 # The reader process's address-space ceiling (RLIMIT_AS): a quarter of the machine's
 # memory, at least 1 GiB (the interpreter and the parsers map about 300 MB before reading
@@ -91,10 +103,14 @@ def _die_with_parent() -> None:
 
 
 def _serve(conn: Connection, memory_bytes: int) -> None:
-    """The reader process: read each requested file, answer with text or a reason."""
+    """The reader process: read each requested file, answer with text or a reason, and
+    the lines it logged meanwhile."""
     _die_with_parent()
     with contextlib.suppress(ValueError, OSError):  # a lower hard limit is already in place
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    lines = _ReadLog()
+    logging.getLogger().handlers[:] = [lines]
+    logging.captureWarnings(True)
     while True:
         try:
             request = conn.recv()
@@ -102,8 +118,11 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             return
         path, max_bytes, root = request
         answer: tuple[Any, ...]
+        lines.clear()
+        printed = io.StringIO()
         try:
-            doc = _read_inside(Path(path), max_bytes, Path(root))
+            with contextlib.redirect_stderr(printed):
+                doc = _read_inside(Path(path), max_bytes, Path(root))
             answer = ("ok", *_fields(doc))
         except ReadError as e:
             answer = ("error", str(e), e.transient)
@@ -111,7 +130,37 @@ def _serve(conn: Connection, memory_bytes: int) -> None:
             answer = ("error", _memory_reason(memory_bytes), False)
         except Exception as e:  # a parser bug must cost one file, not the reader
             answer = ("error", f"reader failed: {type(e).__name__}: {e}"[:300], False)
-        conn.send((_peak_rss_bytes(), answer))
+        for text in printed.getvalue().splitlines():
+            lines.add(logging.WARNING, text)
+        name = os.path.relpath(path, root)
+        conn.send((_peak_rss_bytes(), answer, lines.named(name)))
+
+
+class _ReadLog(logging.Handler):
+    """The lines logged during one read (at most ``MAX_LOG_LINES``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self._lines: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.add(record.levelno, record.getMessage())
+
+    def add(self, level: int, text: str) -> None:
+        if text.strip() and len(self._lines) < MAX_LOG_LINES:
+            self._lines.append((level, text.strip()))
+
+    def clear(self) -> None:
+        self._lines.clear()
+
+    def named(self, name: str) -> list[tuple[int, str]]:
+        """The lines, the file's descriptor name replaced by ``name``, and ``name`` put
+        first in a line that does not say it."""
+        out = []
+        for level, text in self._lines:
+            text = _FD_NAME.sub(name, text)
+            out.append((level, text if name in text else f"{name}: {text}"))
+        return out
 
 
 def _memory_reason(memory_bytes: int) -> str:
@@ -174,7 +223,7 @@ class IsolatedReader:
                     "be pathological)",
                     transient=True,
                 )
-            peak, answer = conn.recv()
+            peak, answer, lines = conn.recv()
         except (EOFError, OSError) as e:
             code = self._proc.poll() if self._proc is not None else None
             self._kill()
@@ -182,6 +231,8 @@ class IsolatedReader:
                 f"the reader process died on this file (exit code {code})", transient=True
             ) from e
         self.peak_memory_bytes = max(self.peak_memory_bytes, int(peak))
+        for level, text in lines:
+            reader_logger.log(level, "%s", text)
         if answer[0] == "ok":
             return Document(*answer[1:])
         raise ReadError(answer[1], transient=answer[2])

@@ -14,11 +14,16 @@ request parameters" with empty ``data``, which does not say what is wrong; the r
 answers those with the same code and a message that does (``needs_initialize``). A client
 of the 2026 protocol has no handshake: its requests carry the protocol version in
 ``_meta`` (``ENVELOPE_KEY``), and the SDK serves them without ``initialize``.
+
+A line too long to hold is kept only as its first and last few kilobytes; the id of the
+request is found there (``oversized_id``), since every client we know writes the id
+either before ``params`` (the Python SDK) or after it (the TypeScript SDK).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +38,8 @@ NOT_INITIALIZED = (
 # answer (-32601, method not found, whether or not the handshake is done).
 _CLIENT_REQUESTS = ("tools/", "resources/", "prompts/", "completion/", "logging/", "tasks/")
 ENVELOPE_KEY = "io.modelcontextprotocol/protocolVersion"  # the SDK's PROTOCOL_VERSION_META_KEY
+
+_NEXT_KEY = re.compile(r',\s*"')  # where a key may follow a comma
 
 Kind = Literal["request", "cancel", "pass", "reply"]
 
@@ -96,6 +103,62 @@ def classify(line: bytes) -> Incoming:
         return Incoming("pass")  # the client's answer to a request of the server's
     reason = "invalid request: no method, and not a response"
     return Incoming("reply", reply=error_line(_usable_id(message), INVALID_REQUEST, reason))
+
+
+def oversized_id(head: bytes, tail: bytes) -> Any:
+    """The id of a request whose line was too long to hold, from its first and last bytes;
+    ``None`` if neither shows one.
+
+    The head is read key by key from its ``{`` while the values are whole; the tail is
+    tried from each ``, "`` on as the rest of the object (``{"jsonrpc": "2.0", "id": 1}``):
+    only a suffix at the object's own level parses as one object.
+    """
+    found = _leading_id(head.decode("utf-8", "replace"))
+    if found is None:
+        found = _trailing_id(tail.decode("utf-8", "replace"))
+    return found
+
+
+def _leading_id(text: str) -> Any:
+    decoder = json.JSONDecoder()
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return None
+    at += 1
+    while True:
+        try:
+            key, at = decoder.raw_decode(text, _skip(text, at))
+            at = _skip(text, at)
+            if not isinstance(key, str) or not text.startswith(":", at):
+                return None
+            value, at = decoder.raw_decode(text, _skip(text, at + 1))
+        except ValueError:  # a value that goes on past the head (``params``), or not JSON
+            return None
+        if key == "id":
+            return _usable_id({"id": value})
+        at = _skip(text, at)
+        if not text.startswith(",", at):
+            return None
+        at += 1
+
+
+def _trailing_id(text: str) -> Any:
+    end = text.rstrip()
+    if not end.endswith("}"):
+        return None
+    for key in _NEXT_KEY.finditer(end):
+        try:
+            rest = json.loads("{" + end[key.end() - 1 :])
+        except (ValueError, RecursionError):
+            continue
+        return _usable_id(rest) if isinstance(rest, dict) else None
+    return None
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def needs_initialize(method: str) -> bool:

@@ -9,7 +9,8 @@ each way, line by line. Between them they bound what a client can make the serve
   ``MAX_UNSENT_BYTES``; while it is full the client's input is not read (its pipe fills
   and its writes block), so a client that stops reading cannot grow the server;
 - **message size**: a line longer than ``MAX_MESSAGE_BYTES`` is answered with an error
-  and dropped, never buffered whole;
+  when it ends, never buffered whole: only its first and last ``KEPT_BYTES`` are kept,
+  to answer the request's own id (``framing.oversized_id``), else ``null``;
 - **the end**: once the input ends (end-of-file, a signal, or the client's stdout gone)
   answers have ``END_GRACE_S`` to leave, then what is unsent is dropped, so a client
   that never reads cannot hold a stopping server.
@@ -42,6 +43,7 @@ from micro_rag_mcp.serve.framing import (
     classify,
     error_line,
     needs_initialize,
+    oversized_id,
 )
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ MIB = 1024 * 1024
 MAX_IN_FLIGHT = 32
 MAX_UNSENT_BYTES = 4 * MIB
 MAX_MESSAGE_BYTES = 4 * MIB
+KEPT_BYTES = 16 * 1024  # of an oversized line, at each end: where its request's id is
 END_GRACE_S = 5.0
 _CHUNK = 1 << 16
 
@@ -180,7 +183,7 @@ class InputRelay:
 
     def _copy_lines(self) -> None:
         buffer = bytearray()
-        skipping = False  # inside a line over the size limit
+        oversized: _Oversized | None = None  # the ends of a line over the size limit
         while not self._ended.is_set():
             if not self._outbox.wait_room(0.1):
                 if _hung_up(self._source):  # the client left while its answers wait
@@ -195,16 +198,17 @@ class InputRelay:
                 line = bytes(buffer[:newline])
                 del buffer[: newline + 1]
                 searched = 0
-                if skipping:
-                    skipping = False
+                if oversized is not None:
+                    oversized.add(line)
+                    self._outbox.put(oversized.refusal(), wait=False)
+                    oversized = None
                 else:
                     self._pass(line)
-            if len(buffer) > MAX_MESSAGE_BYTES:
-                if not skipping:
-                    reason = f"invalid request: a message longer than {MAX_MESSAGE_BYTES:,} bytes"
-                    self._outbox.put(error_line(None, INVALID_REQUEST, reason), wait=False)
+            if oversized is None and len(buffer) > MAX_MESSAGE_BYTES:
+                oversized = _Oversized(bytes(buffer[:KEPT_BYTES]))
+            if oversized is not None:
+                oversized.add(bytes(buffer))
                 buffer.clear()
-                skipping = True
 
     def _pass(self, line: bytes) -> None:
         if not line.strip():
@@ -285,6 +289,23 @@ class OutputRelay:
                 break
             time.sleep(0.01)
         os.dup2(self._stdout, 1)
+
+
+class _Oversized:
+    """A line over ``MAX_MESSAGE_BYTES``: its first and last ``KEPT_BYTES``, the middle
+    dropped as it passes, so that its refusal can name the request's id."""
+
+    def __init__(self, head: bytes) -> None:
+        self._head = head
+        self._tail = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self._tail += data[-KEPT_BYTES:]
+        del self._tail[:-KEPT_BYTES]
+
+    def refusal(self) -> bytes:
+        reason = f"invalid request: a message longer than {MAX_MESSAGE_BYTES:,} bytes"
+        return error_line(oversized_id(self._head, bytes(self._tail)), INVALID_REQUEST, reason)
 
 
 def _hung_up(fd: int) -> bool:

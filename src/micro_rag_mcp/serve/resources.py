@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 import mimetypes
 import posixpath
@@ -47,6 +46,7 @@ from mcp_types import (
     CompleteRequestParams,
     CompleteResult,
     Completion,
+    ContentBlock,
     EmptyResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
@@ -271,18 +271,17 @@ class Documents:
         return await anyio.to_thread.run_sync(lambda: self._listing().files(prefix, after, limit))
 
 
-def with_links(result: SearchResult) -> CallToolResult:
-    """A search's tool result: the structured result, its JSON, and a ``resource_link``
-    for each file among the hits (in rank order, once each)."""
-    structured = wire(result)
+def with_links(result: SearchResult, text: str) -> CallToolResult:
+    """A search's tool result: the structured result, ``text`` for clients that read only
+    text, and a ``resource_link`` for each file among the hits (in rank order, once each)."""
     links: dict[str, ResourceLink] = {}
     for hit in result.results:
         if hit.path not in links:
             links[hit.path] = ResourceLink(
                 uri=hit.resource, name=hit.path, mime_type=_mime(hit.path)
             )
-    text = TextContent(text=json.dumps(structured, ensure_ascii=False, indent=2))
-    return CallToolResult(content=[text, *links.values()], structured_content=structured)
+    content: list[ContentBlock] = [TextContent(text=text), *links.values()]
+    return CallToolResult(content=content, structured_content=wire(result))
 
 
 def _resource(f: IndexedFile) -> Resource:

@@ -80,6 +80,11 @@ class SearchHit(BaseModel):
         "path) to find the passage again after the file changed."
     )
     resource: str = Field(description="The file's resource URI (resources/read, subscribe).")
+    snippet_cut: bool = Field(
+        False,
+        description="The snippet is the passage's start, cut to keep the answer within "
+        "max_chars: read path from char_start to char_end for the whole passage.",
+    )
 
 
 class SkippedEntries(BaseModel):
@@ -129,6 +134,16 @@ class IndexStatus(BaseModel):
     )
 
 
+class AnswerCut(BaseModel):
+    max_chars: int = Field(description="The answer's budget of characters (max_chars).")
+    snippet_chars: int | None = Field(
+        description="Snippets longer than this were cut to it (snippet_cut); null: none."
+    )
+    results_left_out: int = Field(
+        description="Results found but left out from the end of the list to keep the budget."
+    )
+
+
 class SearchResult(BaseModel):
     results: list[SearchHit]
     no_good_match: bool = Field(
@@ -140,6 +155,11 @@ class SearchResult(BaseModel):
     index: IndexStatus = Field(description="State of the index when the search ran.")
     notices: list[str] = Field(
         description="Why results may be incomplete (still indexing, model loading, ...)."
+    )
+    cut: AnswerCut | None = Field(
+        None,
+        description="What was cut to keep the answer within max_chars (the text and "
+        "structured content together); null when nothing was.",
     )
 
 
@@ -232,6 +252,7 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         stale=hit.stale,
         anchor=make_anchor(c.text, c.char_start, *hit.context),
         resource=resource_uri(c.path),
+        snippet_cut=False,
     )
 
 
@@ -241,6 +262,7 @@ def search_result(outcome: SearchOutcome) -> SearchResult:
         no_good_match=outcome.no_good_match,
         index=_status(outcome.state),
         notices=outcome.notices,
+        cut=None,
     )
 
 

@@ -82,6 +82,8 @@ def sync_files(
     with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
 
         def read(path: Path) -> Document:
+            if progress:  # so that a file slow to read can be named while it is read
+                progress(Progress("reading", done - 1, total, reading=f.rel))
             return reader.read(path, max_bytes=settings.max_file_bytes)
 
         noted = _NotedChanges(catalog, settings, known, failed, counts, follow)

@@ -97,7 +97,8 @@ READ_BY_FORMAT: dict[str, Reader] = {
 # Bumped when a format's reader reads the same file otherwise, so that an index made
 # before reads that format's files again (others keep theirs); a format not named is at 1.
 # text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
-READ_VERSIONS: dict[str, int] = {"text": 2}
+# OpenDocument text 2: footnotes after their paragraph, endnotes at the end.
+READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2}
 
 
 def read_changes(recorded: dict[str, int]) -> list[str]:

@@ -98,7 +98,8 @@ READ_BY_FORMAT: dict[str, Reader] = {
 # before reads that format's files again (others keep theirs); a format not named is at 1.
 # text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
 # OpenDocument text 2: footnotes after their paragraph, endnotes at the end.
-READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2}
+# e-mail 2: subject and attachments' names in the head; forwarded messages read whole.
+READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2, "e-mail": 2}
 
 
 def read_changes(recorded: dict[str, int]) -> list[str]:

@@ -101,7 +101,8 @@ READ_BY_FORMAT: dict[str, Reader] = {
 # text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
 # OpenDocument text 2: footnotes after their paragraph, endnotes at the end.
 # e-mail 2: subject and attachments' names in the head; forwarded messages read whole.
-READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2, "e-mail": 2}
+# image 2: the spaces OCR dropped between words put back (``ocr_spacing``).
+READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2, "e-mail": 2, "image": 2}
 
 
 def read_changes(recorded: dict[str, int]) -> list[str]:

@@ -274,4 +274,6 @@ def test_spaces_go_back_only_at_word_gaps_and_never_into_cjk() -> None:
     columns = [0, 1, 2, 5, 6, 7]  # decoding steps: 10 over the line's 100 columns
     assert respaced(crop, "ONETWO", columns, 10.0) == "ONE TWO"
     assert respaced(crop, "港口起重机械", columns, 10.0) == "港口起重机械"
+    assert respaced(crop, "ABC123", columns, 10.0) == "ABC 123"
+    assert respaced(crop, "447123", columns, 10.0) == "447123"  # a monospaced number
     assert respaced(crop, "ONE TW", [0, 1, 2, 3, 5, 6], 10.0) == "ONE TW"  # spaced: kept

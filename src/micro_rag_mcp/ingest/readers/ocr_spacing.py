@@ -9,8 +9,9 @@ ink at least a quarter of the line's height wide and twice the line's median gap
 between letters are at most a fifth of the height; between words over a third, in 14 pt
 Helvetica at 150 and 300 dpi, from PNG and JPEG alike). Each character's position comes
 from the recognizer's own decoding step (its CTC column); a space goes between two
-characters that have a word gap between them, if both are Latin letters or digits (CJK
-text has no spaces); a space the recognizer emitted stays.
+characters that have a word gap between them, if both are Latin letters or digits but
+not two digits (a monospaced ``4471`` has wide gaps around its ``1``; CJK text has no
+spaces); a space the recognizer emitted stays.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def respaced(crop: Any, text: str, columns: list[int], steps: float) -> str:
     ``columns[i]``: the decoding step of ``text[i]``; ``steps``: the steps the line's
     width spans (the recognizer's ``return_word_box`` details).
     """
-    if len(columns) != len(text) or steps <= 0:
+    latin_pairs = any(_latin(a) and _latin(b) for a, b in zip(text, text[1:], strict=False))
+    if len(columns) != len(text) or steps <= 0 or not latin_pairs:
         return text
     gaps = word_gaps(crop)
     if not gaps:
@@ -38,8 +40,9 @@ def respaced(crop: Any, text: str, columns: list[int], steps: float) -> str:
     xs = [(column + 0.5) / steps * width for column in columns]
     out = [text[0]] if text else []
     for i in range(1, len(text)):
+        left, right = text[i - 1], text[i]
         between = (center for center in centers if xs[i - 1] < center < xs[i])
-        if _latin(text[i - 1]) and _latin(text[i]) and any(between):
+        if _latin(left) and _latin(right) and not (left + right).isdigit() and any(between):
             out.append(" ")
         out.append(text[i])
     return "".join(out)

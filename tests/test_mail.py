@@ -152,9 +152,10 @@ def test_a_multipart_body_without_its_boundary_is_read_as_text(
 def test_an_attachment_is_read_within_what_is_left_of_the_messages_time(
     tmp_path: Path,
 ) -> None:
+    from micro_rag_mcp.ingest.readers import READERS
     from micro_rag_mcp.ingest.readers.document import DocumentBuilder
     from micro_rag_mcp.ingest.readers.guards import Budget
-    from micro_rag_mcp.ingest.readers.mail import _add_attachment, _Reading
+    from micro_rag_mcp.ingest.readers.mail import Attachments, _add_attachment, _Reading
 
     msg = message()
     msg.set_content("See the quote.")
@@ -164,7 +165,8 @@ def test_an_attachment_is_read_within_what_is_left_of_the_messages_time(
     for spent, read_pages in ((False, pages), (True, pages[:1])):
         builder = DocumentBuilder()
         budget = Budget(-1.0 if spent else 3600.0)  # the message's time used up, or not
-        _add_attachment(builder, part, 1, _Reading(budget, tmp_path / "q.eml"), 0)
+        attachments = Attachments(read_document, READERS)
+        _add_attachment(builder, part, 1, _Reading(budget, tmp_path / "q.eml", attachments), 0)
         text = builder.build().text
         assert [p for p in pages if p in text] == read_pages
 

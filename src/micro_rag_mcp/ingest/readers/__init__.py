@@ -30,7 +30,7 @@ from micro_rag_mcp.ingest.readers.guards import (
     text_bound,
 )
 from micro_rag_mcp.ingest.readers.images import read_image
-from micro_rag_mcp.ingest.readers.mail import read_eml
+from micro_rag_mcp.ingest.readers.mail import Attachments, read_eml
 from micro_rag_mcp.ingest.readers.notebook import read_ipynb
 from micro_rag_mcp.ingest.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
 from micro_rag_mcp.ingest.readers.opendocument import read_odp, read_ods, read_odt
@@ -91,7 +91,7 @@ READ_BY_FORMAT: dict[str, Reader] = {
     "OpenDocument text": read_odt,
     "OpenDocument spreadsheet": read_ods,
     "OpenDocument presentation": read_odp,
-    "e-mail": read_eml,
+    "e-mail": lambda path: read_eml(path, attachments=Attachments(read_document, READERS)),
     "image": read_image,
     "code": read_code,
 }

@@ -11,7 +11,9 @@ attachment is handed to its reader from memory (``os.memfd_create``), never writ
 disk; where memory files do not exist, attachments are left out with a warning. A
 forwarded message (``message/rfc822``, base64-encoded too, or an ``.eml`` file) is read
 like the message around it, attachments and all, down to ``MAX_NESTING`` levels; every
-level shares the message's time budget and its ``MAX_ATTACHMENTS``.
+level shares the message's time budget and its ``MAX_ATTACHMENTS``. The registry hands
+the reader its own ``read_document`` and suffixes (``Attachments``), so this module never
+imports the package it belongs to.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ import contextlib
 import logging
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from pathlib import Path, PurePath
+from typing import Protocol
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.core.formats import FORMATS
@@ -51,13 +55,33 @@ _HEAD_FIELDS = ("Subject", "From", "To", "Cc", "Date")
 _FORMAT_NAMES = {suffix: fmt.name for fmt in FORMATS for suffix in fmt.suffixes}
 
 
-def read_eml(path: Path, *, time_budget: float = MAIL_TIME_BUDGET_S) -> Document:
-    """The message's head and body, then each readable attachment as a part of its own."""
+class PartReader(Protocol):
+    def __call__(self, path: Path, *, max_bytes: int, suffix: str) -> Document: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Attachments:
+    """How an attachment is read: the registry's reader and the suffixes it reads."""
+
+    read: PartReader
+    suffixes: Collection[str]
+
+
+NO_ATTACHMENTS = Attachments(lambda path, *, max_bytes, suffix: Document(""), ())
+
+
+def read_eml(
+    path: Path,
+    *,
+    attachments: Attachments = NO_ATTACHMENTS,
+    time_budget: float = MAIL_TIME_BUDGET_S,
+) -> Document:
+    """The message's head and body, then each attachment ``attachments`` reads as a part."""
     message = _parse(path.read_bytes())
     if message is None:
         raise ReadError("not an e-mail message (no From, To, Subject or Date header)")
     builder = DocumentBuilder()
-    _add_mail(builder, message, _Reading(Budget(time_budget), path), 0)
+    _add_mail(builder, message, _Reading(Budget(time_budget), path, attachments), 0)
     return builder.build(clean_title(_header(message, "Subject")))
 
 
@@ -74,17 +98,18 @@ class _Reading:
 
     budget: Budget
     path: Path
-    attachments: int = 0
+    attachments: Attachments
+    seen: int = 0
     stopped: bool = False
 
     def next_attachment(self) -> bool:
         """Count one more attachment: whether it is within the bounds (warned once if not)."""
-        self.attachments += 1
-        if self.attachments <= MAX_ATTACHMENTS and not self.budget.spent():
+        self.seen += 1
+        if self.seen <= MAX_ATTACHMENTS and not self.budget.spent():
             return True
         if not self.stopped:
             logger.warning(
-                "%s: attachments after the %dth left out (bounds)", self.path, self.attachments - 1
+                "%s: attachments after the %dth left out (bounds)", self.path, self.seen - 1
             )
             self.stopped = True
         return False
@@ -205,9 +230,7 @@ def _add_attachment(
     if not isinstance(data, bytes) or not data:
         return
     suffix = PurePath(_file_name(part)).suffix.lower()
-    from micro_rag_mcp.ingest.readers import READERS  # the registry reads the part
-
-    if suffix in READERS and suffix != ".eml":
+    if suffix in reading.attachments.suffixes and suffix != ".eml":
         doc = _read_part(data, suffix, label, reading)
     else:
         doc = _text_part(part, data, reading)
@@ -249,8 +272,6 @@ def _forwarded(part: EmailMessage, path: Path) -> EmailMessage | None:
 
 def _read_part(data: bytes, suffix: str, label: str, reading: _Reading) -> Document | None:
     """An attachment read by its format's reader, from memory; None if it cannot be."""
-    from micro_rag_mcp.ingest.readers import read_document
-
     if not hasattr(os, "memfd_create"):
         logger.warning("%s: %s left out (no memory files on this system)", reading.path, label)
         return None
@@ -258,7 +279,8 @@ def _read_part(data: bytes, suffix: str, label: str, reading: _Reading) -> Docum
     try:
         os.write(fd, data)
         with within(reading.budget):  # in what is left of the message's time
-            return read_document(Path(f"/proc/self/fd/{fd}"), max_bytes=len(data), suffix=suffix)
+            part = Path(f"/proc/self/fd/{fd}")
+            return reading.attachments.read(part, max_bytes=len(data), suffix=suffix)
     except ReadError as e:
         logger.warning("%s: %s could not be read: %s", reading.path, label, e)
         return None

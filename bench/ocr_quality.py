@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/ocr_quality.py WORK PDF[:PAGE] ... [--dpi 200] [--scan-pages 2]
 
-Each ``PDF:PAGE`` (page 1 by default) is rasterized with ``pdftoppm`` (poppler-utils) into
-``WORK/scans/NAME-pPAGE.png``; the first ``--scan-pages`` of them are also put together as
-``WORK/scans/image-only.pdf``, a PDF with no text layer. The folder is indexed with
+Each ``PDF:PAGE`` (page 1 by default) is rasterized with ``pdftoppm`` (poppler-utils;
+pypdfium2 where it is missing) into ``WORK/scans/NAME-pPAGE.png``; the first
+``--scan-pages`` of them are also put together as ``WORK/scans/image-only.pdf``, a PDF
+with no text layer. The folder is indexed with
 ``micro-rag index`` (the ocr extra must be installed), then for every page:
 
 - words recovered: the share of the words of the page's own text layer (the truth, read
@@ -26,6 +27,7 @@ import argparse
 import collections
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +64,14 @@ def sentence(text: str) -> str:
 
 
 def rasterize(pdf: Path, page: int, out: Path, dpi: int) -> Path:
+    if not out.exists() and shutil.which("pdftoppm") is None:  # pdfium, which the project has
+        import pypdfium2 as pdfium
+
+        document = pdfium.PdfDocument(str(pdf))
+        try:
+            document[page - 1].render(scale=dpi / 72).to_pil().save(out)
+        finally:
+            document.close()
     if not out.exists():
         stem = out.with_suffix("")
         subprocess.run(

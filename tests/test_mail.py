@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -9,8 +11,9 @@ import pytest
 
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.ingest.readers import Document, read_document
+from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.chunking import Locator
-from tests.docfactory import pdf_bytes
+from tests.docfactory import make_docx, pdf_bytes
 from tests.formatfactory import Slide, make_pptx
 
 
@@ -45,6 +48,7 @@ def test_head_and_the_plain_text_body_are_preferred_to_html(tmp_path: Path) -> N
     doc = read(save(tmp_path / "quote.eml", msg))
     assert doc.title == "Crane repair: quote and schedule"
     assert doc.text.startswith(
+        "Subject: Crane repair: quote and schedule\n"
         "From: Ada Lovelace <ada@example.org>\nTo: Harbour Office <office@example.org>\n"
         "Date: Tue, 01 Dec 2026 10:00:00 +0000\n\nThe quote is attached.\nWork starts on Monday."
     )
@@ -99,7 +103,8 @@ def test_an_unreadable_attachment_costs_only_itself(tmp_path: Path) -> None:
     msg.set_content("Body survives.")
     msg.add_attachment(b"not a pdf", maintype="application", subtype="pdf", filename="bad.pdf")
     doc = read(save(tmp_path / "bad.eml", msg))
-    assert "Body survives." in doc.text and "bad.pdf" not in doc.text
+    assert "Body survives." in doc.text and "not a pdf" not in doc.text
+    assert where(doc, "Attachments: bad.pdf") == (None, None)
 
 
 @pytest.mark.parametrize("content", [b"", b"just some words\nwithout any header\n"])
@@ -122,7 +127,7 @@ def test_a_malformed_sender_is_kept_as_written_and_the_message_read(tmp_path: Pa
     doc = read(path)
     assert doc.title == "Boiler check"
     assert doc.text == (
-        "From: =?utf-8?b?!!!?=\nTo: Harbour Office <office@example.org>\n\n"
+        "Subject: Boiler check\nFrom: =?utf-8?b?!!!?=\nTo: Harbour Office <office@example.org>\n\n"
         "The pressure valve on pipe nine leaks.\n"
     )
 
@@ -139,7 +144,9 @@ def test_a_multipart_body_without_its_boundary_is_read_as_text(
         b"The pressure valve on pipe nine leaks.\r\n"
     )
     doc = read(path)
-    assert doc.text == "From: ada@example.org\n\nThe pressure valve on pipe nine leaks.\n"
+    assert doc.text == (
+        "Subject: Boiler check\nFrom: ada@example.org\n\nThe pressure valve on pipe nine leaks.\n"
+    )
 
 
 def test_an_attachment_is_read_within_what_is_left_of_the_messages_time(
@@ -148,7 +155,7 @@ def test_an_attachment_is_read_within_what_is_left_of_the_messages_time(
     from micro_rag_mcp.ingest.readers import READERS
     from micro_rag_mcp.ingest.readers.document import DocumentBuilder
     from micro_rag_mcp.ingest.readers.guards import Budget
-    from micro_rag_mcp.ingest.readers.mail import Attachments, _add_attachment
+    from micro_rag_mcp.ingest.readers.mail import Attachments, _add_attachment, _Reading
 
     msg = message()
     msg.set_content("See the quote.")
@@ -159,6 +166,124 @@ def test_an_attachment_is_read_within_what_is_left_of_the_messages_time(
         builder = DocumentBuilder()
         budget = Budget(-1.0 if spent else 3600.0)  # the message's time used up, or not
         attachments = Attachments(read_document, READERS)
-        _add_attachment(builder, part, 1, tmp_path / "q.eml", budget, attachments)
+        _add_attachment(builder, part, 1, _Reading(budget, tmp_path / "q.eml", attachments), 0)
         text = builder.build().text
         assert [p for p in pages if p in text] == read_pages
+
+
+def test_an_html_only_message_has_its_subject_and_page_title_in_its_text(tmp_path: Path) -> None:
+    page = (
+        b"<html><head><title>Fun facts about e-mail</title></head><body>"
+        b"<p>The first emoticon was proposed by Scott Fahlman in 1982.</p></body></html>"
+    )
+    path = tmp_path / "html-only.eml"
+    path.write_bytes(  # as mailers send it: one HTML part, base64, no plain-text twin
+        b"MIME-Version: 1.0\r\nFrom: sender@example.com\r\nTo: recipient@example.com\r\n"
+        b"Date: Tue, 01 Oct 2024 12:34:56 -0500\r\nSubject: Example HTML Only MIME Email\r\n"
+        b'Content-Type: text/html; charset="ISO-8859-1"\r\nContent-Transfer-Encoding: base64\r\n'
+        b"\r\n" + base64.encodebytes(page)
+    )
+    doc = read(path)
+    assert doc.title == "Example HTML Only MIME Email"
+    assert doc.text == (
+        "Subject: Example HTML Only MIME Email\nTitle: Fun facts about e-mail\n"
+        "From: sender@example.com\nTo: recipient@example.com\n"
+        "Date: Tue, 01 Oct 2024 12:34:56 -0500\n\n"
+        "The first emoticon was proposed by Scott Fahlman in 1982."
+    )
+
+
+def test_a_question_naming_the_subject_and_the_attachments_finds_the_message(
+    engine: Engine, data: Path, tmp_path: Path
+) -> None:
+    msg = message("test-localhost")
+    msg.set_content("Hello, this is a test with two files.")
+    report = make_docx(tmp_path / "report.docx", ["Harbour figures rose in the third quarter."])
+    msg.add_attachment(
+        report.read_bytes(),
+        maintype="application",
+        subtype="vnd.openxmlformats-officedocument.wordprocessingml.document",
+        filename="report.docx",
+    )
+    msg.add_attachment(
+        pdf_bytes(["Crane downtime fell by a third."]),
+        maintype="application",
+        subtype="pdf",
+        filename="summary.pdf",
+    )
+    save(data / "test-localhost.eml", msg)
+    (data / "tips.md").write_text("# Word tips\n\nSave a Word file as PDF before you e-mail it.\n")
+    (data / "mail.txt").write_text("An e-mail to say the test of the mail server passed.\n")
+    assert engine.reindex().files_added == 3
+    hit = (
+        engine.search(
+            "What do the Word and PDF attachments of the test-localhost email say?", 1, 0.0
+        )
+        .hits[0]
+        .chunk
+    )
+    assert (hit.path, hit.locator) == ("test-localhost.eml", None)
+    assert "Attachments: report.docx (Word), summary.pdf" in hit.text
+    assert "Hello, this is a test with two files." in hit.text
+
+
+def forwarded_in_base64(inner: EmailMessage) -> bytes:
+    """A message forwarding ``inner`` as a base64 ``message/rfc822`` part (as Outlook may)."""
+    return (
+        b"From: ada@example.org\r\nSubject: Fwd: Original question\r\nMIME-Version: 1.0\r\n"
+        b'Content-Type: multipart/mixed; boundary="BB"\r\n\r\n--BB\r\n'
+        b"Content-Type: text/plain\r\n\r\nForwarding this.\r\n--BB\r\n"
+        b"Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n"
+        b'Content-Disposition: attachment; filename="original.eml"\r\n\r\n'
+        + base64.encodebytes(inner.as_bytes())
+        + b"\r\n--BB--\r\n"
+    )
+
+
+def test_a_forwarded_message_in_base64_is_decoded_and_read_with_its_attachments(
+    tmp_path: Path,
+) -> None:
+    inner = message("Original question")
+    inner.set_content("Can the crane lift ten tonnes?")
+    inner.add_attachment(
+        pdf_bytes(["Load chart of the crane"]),
+        maintype="application",
+        subtype="pdf",
+        filename="chart.pdf",
+    )
+    inner.add_attachment(
+        b"Log line one\nLog line two\n",
+        maintype="application",
+        subtype="octet-stream",
+        filename="crane.log",
+    )
+    inner.add_attachment(
+        bytes(range(256)) * 40, maintype="image", subtype="x-raw", filename="a.raw"
+    )
+    path = tmp_path / "fwd.eml"
+    path.write_bytes(forwarded_in_base64(inner))
+    doc = read(path)
+    assert where(doc, "Can the crane lift") == (
+        None,
+        'attachment "original.eml" "Original question"',
+    )
+    assert "Attachments: chart.pdf, crane.log, a.raw" in doc.text
+    assert where(doc, "Load chart of the crane") == (None, 'attachment "chart.pdf" page 1')
+    assert where(doc, "Log line two") == (None, 'attachment "crane.log"')
+    assert not re.search(r"[A-Za-z0-9+/=]{40}", doc.text)  # no base64 left as words
+
+
+def test_forwarded_messages_are_read_only_so_deep(tmp_path: Path) -> None:
+    from micro_rag_mcp.ingest.readers.mail import MAX_NESTING
+
+    msg = message("level 0")
+    msg.set_content("words of level 0")
+    for level in range(1, MAX_NESTING + 2):
+        outer = message(f"level {level}")
+        outer.set_content(f"words of level {level}")
+        outer.add_attachment(msg)
+        msg = outer
+    doc = read(save(tmp_path / "deep.eml", msg))
+    top = MAX_NESTING + 1
+    read_levels = [n for n in range(top + 1) if f"words of level {n}\n" in doc.text]
+    assert read_levels == list(range(top - MAX_NESTING + 1, top + 1))

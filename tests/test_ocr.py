@@ -90,6 +90,22 @@ def test_an_image_file_is_read_by_ocr_and_marked_so(tmp_path: Path) -> None:
     assert doc.locators == ((0, "OCR"),) and doc.page_starts == ()
 
 
+ALERT = [
+    "THIS IS A TEST OF THE NATIONAL EMERGENCY ALERT SYSTEM",
+    "NO ACTUAL EMERGENCY",
+    "Invoice 4471 for the harbour crane repair",
+]
+
+
+@needs_ocr
+def test_a_jpeg_keeps_its_lines_and_their_spaces_as_a_png_does(tmp_path: Path) -> None:
+    image = text_image(ALERT)
+    image.save(tmp_path / "alert.png")
+    image.save(tmp_path / "alert.jpg", quality=75)  # the recognizer ran its words together
+    for name in ("alert.png", "alert.jpg"):
+        assert read(tmp_path / name).text.split("\n") == ALERT, name
+
+
 @needs_ocr
 def test_each_frame_of_a_tiff_is_a_page(tmp_path: Path) -> None:
     path = tmp_path / "fax.tif"
@@ -245,3 +261,19 @@ def test_a_truncated_image_is_not_read_again_until_it_changes(engine: Engine, da
     os.utime(path, (2e9, 2e9))
     report = engine.reindex()
     assert report.files_failed == [] and report.files_updated == 1
+
+
+def test_spaces_go_back_only_at_word_gaps_and_never_into_cjk() -> None:
+    import numpy as np
+
+    from micro_rag_mcp.ingest.readers.ocr_spacing import respaced
+
+    crop = np.full((20, 100, 3), 255, dtype=np.uint8)
+    for left in (2, 12, 22, 52, 62, 72):  # letters 4 columns wide, 6 apart; a 26-column gap
+        crop[4:16, left : left + 4] = 0
+    columns = [0, 1, 2, 5, 6, 7]  # decoding steps: 10 over the line's 100 columns
+    assert respaced(crop, "ONETWO", columns, 10.0) == "ONE TWO"
+    assert respaced(crop, "港口起重机械", columns, 10.0) == "港口起重机械"
+    assert respaced(crop, "ABC123", columns, 10.0) == "ABC 123"
+    assert respaced(crop, "447123", columns, 10.0) == "447123"  # a monospaced number
+    assert respaced(crop, "ONE TW", [0, 1, 2, 3, 5, 6], 10.0) == "ONE TW"  # spaced: kept

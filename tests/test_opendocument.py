@@ -42,10 +42,49 @@ def test_odt_headings_paragraphs_lists_and_tables_in_order(tmp_path: Path) -> No
     assert doc.title == "Report 2024"
     assert "Opening  words\ttabbed\nnext line" in doc.text
     assert "Name | Team\nAda | Core" in doc.text
-    assert "footnote" not in doc.text and "comment" not in doc.text
+    assert "comment" not in doc.text
     assert where(doc, "Opening") == ("Annual report", None)
     assert where(doc, "first item") == ("Annual report › Results", None)
     assert where(doc, "Ada | Core") == ("Annual report › Results", None)
+
+
+def footnote(number: str, text: str, kind: str = "footnote") -> str:
+    """A note as LibreOffice writes it: its citation, then its body's paragraphs."""
+    return (
+        f'<text:note text:id="ftn{number}" text:note-class="{kind}">'
+        f"<text:note-citation>{number}</text:note-citation>"
+        f'<text:note-body><text:p text:style-name="Footnote">{text}</text:p></text:note-body>'
+        "</text:note>"
+    )
+
+
+def test_odt_footnotes_follow_their_paragraph_and_the_sentence_stays_whole(
+    tmp_path: Path,
+) -> None:
+    body = (
+        '<text:h text:outline-level="1">Apache Tika</text:h>'
+        "<text:p>Tika is part of the Lucene"
+        + footnote("1", "A rather difficult test document with a simple footnote.")
+        + " project. It extracts text.</text:p>"
+        "<text:p>Next paragraph"
+        + footnote("i", "An endnote closes the text.", kind="endnote")
+        + " here.</text:p>"
+        "<table:table><table:table-row><table:table-cell><text:p>Cell"
+        + footnote("2", "Note in a table cell.")
+        + "</text:p></table:table-cell></table:table-row></table:table>"
+        "<text:p>Last paragraph.</text:p>"
+    )
+    doc = read(make_odf(tmp_path / "notes.odt", "text", body))
+    assert doc.text == (
+        "Apache Tika\n\n"
+        "Tika is part of the Lucene project. It extracts text.\n\n"
+        "[1] A rather difficult test document with a simple footnote.\n\n"
+        "Next paragraph here.\n\n"
+        "Cell\n\n[2] Note in a table cell.\n\n"
+        "Last paragraph.\n\n"
+        "[i] An endnote closes the text."
+    )
+    assert where(doc, "[1] A rather difficult") == ("Apache Tika", None)
 
 
 def test_ods_sheets_rows_and_title_rows_like_xlsx(tmp_path: Path) -> None:

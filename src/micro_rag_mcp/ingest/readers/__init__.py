@@ -1,12 +1,13 @@
 """Turn a file on disk into normalized text.
 
 One reader per supported suffix (``READERS``), each in the module of its family;
-``read_document`` dispatches, enforces the size limit and turns every failure into a
-``ReadError`` whose message is a short, human-readable reason. The text a file yields
-is bounded in proportion to its size (``guards.text_bound``). Heavy libraries are
-imported inside the readers, so importing this package stays cheap. The formats are
-listed in ``core.formats``; adding one is a line there, one function in its family's
-module and its line in ``READ_BY_FORMAT`` here.
+``read_document`` dispatches, enforces the size limit, cuts runs of encoded bytes out
+of the text (``encoded``) and turns every failure into a ``ReadError`` whose message is
+a short, human-readable reason. The text a file yields is bounded in proportion to its
+size (``guards.text_bound``). Heavy libraries are imported inside the readers, so
+importing this package stays cheap. The formats are listed in ``core.formats``; adding
+one is a line there, one function in its family's module and its line in
+``READ_BY_FORMAT`` here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from micro_rag_mcp.core.formats import FORMATS
 from micro_rag_mcp.ingest.readers.code import read_code
 from micro_rag_mcp.ingest.readers.data import read_csv, read_tsv
 from micro_rag_mcp.ingest.readers.document import Document, clean_title, normalize_text
+from micro_rag_mcp.ingest.readers.encoded import without_encoded_runs
 from micro_rag_mcp.ingest.readers.guards import (
     MIB,
     bounded_text,
@@ -97,7 +99,10 @@ READ_BY_FORMAT: dict[str, Reader] = {
 # Bumped when a format's reader reads the same file otherwise, so that an index made
 # before reads that format's files again (others keep theirs); a format not named is at 1.
 # text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
-READ_VERSIONS: dict[str, int] = {"text": 2}
+# OpenDocument text 2: footnotes after their paragraph, endnotes at the end.
+# e-mail 2: subject and attachments' names in the head; forwarded messages read whole.
+# image 2: the spaces OCR dropped between words put back (``ocr_spacing``).
+READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2, "e-mail": 2, "image": 2}
 
 
 def read_changes(recorded: dict[str, int]) -> list[str]:
@@ -133,7 +138,7 @@ def read_document(path: Path, *, max_bytes: int, suffix: str | None = None) -> D
         with bounded_text(bound):
             doc = reader(path)
         bound.check(len(doc.text))  # a reader that builds its text in one piece
-        return doc
+        return without_encoded_runs(doc)
     except ReadError:
         raise
     except OSError as e:

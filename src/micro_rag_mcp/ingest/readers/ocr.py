@@ -12,7 +12,9 @@ warning, so one dense page cannot use up the file's time. A page is at most
 detector's one uninterruptible step. A page of print costs about 5 CPU seconds (3-5 s on
 two idle cores, docs/formats.md), so 30 s a page and 60 s a file leave room for a busy
 machine and end well within the reader's 120 s limit. The angle classifier is not run:
-scans are upright, photos are turned by their EXIF orientation.
+scans are upright, photos are turned by their EXIF orientation. The spaces the
+recognizer drops between English words (most often in a JPEG) are put back from the
+line's pixels (``ocr_spacing``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.core.formats import EXTRAS, install_hint
 from micro_rag_mcp.ingest.readers.guards import Budget, short
+from micro_rag_mcp.ingest.readers.ocr_spacing import respaced
 
 logger = logging.getLogger(__name__)
 
@@ -116,10 +119,12 @@ def _recognize(image: Any, where: str, budget_s: float) -> str:
                 budget_s,
             )
             break
-        results, _ = engine.text_rec(crops[first : first + _LINES_PER_BATCH])
-        for box, (text, score) in zip(boxes[first:], results, strict=False):
+        batch = crops[first : first + _LINES_PER_BATCH]
+        results, _ = engine.text_rec(batch, return_word_box=True)
+        for box, crop, (text, score, details) in zip(boxes[first:], batch, results, strict=False):
             if text.strip() and score >= engine.text_score:
-                found.append((box, text.strip()))
+                columns = [column for word in details[2] for column in word]
+                found.append((box, respaced(crop, text, columns, details[0]).strip()))
     return _lines(found)
 
 

@@ -3,7 +3,9 @@
 A package is a zip holding ``content.xml``; it is vetted (``guards.vet_zip``) and its XML
 parsed by lxml without entities, network or huge-tree mode (libxml2 then refuses nesting
 deeper than 256, which bounds the walk below). Each kind is read like its Office
-counterpart: headings as sections, sheets and slides as locators. A spreadsheet's
+counterpart: headings as sections, sheets and slides as locators. A text's footnotes
+follow the paragraph that cites them and its endnotes close the text, each as
+``[1] note text``, so the sentence around the anchor stays whole. A spreadsheet's
 repeated rows and columns (LibreOffice writes ``number-rows-repeated="1048000"`` for the
 empty rest of a sheet) are skipped when empty and expanded only to a bound otherwise.
 """
@@ -56,7 +58,8 @@ _P, _H, _SPAN_S, _TAB, _BREAK = (
     _q("text:tab"),
     _q("text:line-break"),
 )
-_SKIPPED = frozenset({_q("text:note"), _q("office:annotation"), _q("text:tracked-changes")})
+_NOTE, _CITATION, _NOTE_BODY = _q("text:note"), _q("text:note-citation"), _q("text:note-body")
+_SKIPPED = frozenset({_NOTE, _q("office:annotation"), _q("text:tracked-changes")})
 _TABLE, _ROW, _CELL = _q("table:table"), _q("table:table-row"), _q("table:table-cell")
 _COVERED = _q("table:covered-table-cell")
 _ROWS_REPEATED, _COLS_REPEATED = (
@@ -69,23 +72,34 @@ _PAGE, _NOTES, _CLASS = _q("draw:page"), _q("presentation:notes"), _q("presentat
 def read_odt(path: Path, *, time_budget: float = ODF_TIME_BUDGET_S) -> Document:
     """Paragraphs, lists and tables in order; ``text:h`` headings give the sections.
 
-    Footnotes, comments and tracked deletions are left out.
+    A footnote follows the block that cites it, an endnote the whole text; comments and
+    tracked deletions are left out.
     """
     body, title = _open(path, "ODT", "text")
     budget = Budget(time_budget)
     headings = HeadingPath()
     builder = DocumentBuilder()
+    endnotes: list[str] = []
     for element in _blocks(body):
         if budget.spent():
             logger.warning("%s: stopped early (time budget)", path)
             break
+        notes: list[Any] = []
         if element.tag == _TABLE:
-            builder.add(_table_text(element))
-            continue
-        text = _inline(element)
-        if element.tag == _H and text.strip():
-            level = element.get(_q("text:outline-level"), "1")
-            builder.section(headings.enter(int(level) if level.isdigit() else 1, text))
+            builder.add(_table_text(element, notes))
+        else:
+            text = _inline(element, notes)
+            if element.tag == _H and text.strip():
+                level = element.get(_q("text:outline-level"), "1")
+                builder.section(headings.enter(int(level) if level.isdigit() else 1, text))
+            builder.add(text)
+        for note in notes:
+            text = _note_text(note)
+            if note.get(_q("text:note-class")) == "endnote":
+                endnotes.append(text)
+            else:
+                builder.add(text)
+    for text in endnotes:
         builder.add(text)
     return builder.build(title)
 
@@ -186,10 +200,15 @@ def _blocks(container: Any) -> Iterator[Any]:
             yield from _blocks(child)  # lists, list items, sections: bounded by libxml2's depth
 
 
-def _inline(element: Any) -> str:
-    """The text of a paragraph: spans, links, ``text:s`` spaces, tabs and line breaks."""
+def _inline(element: Any, notes: list[Any] | None = None) -> str:
+    """The text of a paragraph: spans, links, ``text:s`` spaces, tabs and line breaks.
+
+    A note's anchor is left out of the text; the note is appended to ``notes`` if given.
+    """
     parts: list[str] = [element.text or ""]
     for child in element:
+        if child.tag == _NOTE and notes is not None:
+            notes.append(child)
         if child.tag == _SPAN_S:
             count = child.get(_q("text:c"), "1")
             parts.append(" " * min(int(count) if count.isdigit() else 1, 100))
@@ -198,22 +217,31 @@ def _inline(element: Any) -> str:
         elif child.tag == _BREAK:
             parts.append("\n")
         elif child.tag not in _SKIPPED and isinstance(child.tag, str):
-            parts.append(_inline(child))
+            parts.append(_inline(child, notes))
         parts.append(child.tail or "")
     return "".join(parts)
 
 
-def _cell_text(cell: Any) -> str:
+def _note_text(note: Any) -> str:
+    """A footnote or endnote as ``[1] its paragraphs``, joined on one line."""
+    citation = note.find(_CITATION)
+    mark = " ".join((citation.text or "").split()) if citation is not None else ""
+    body = note.find(_NOTE_BODY)
+    text = _cell_text(body) if body is not None else ""
+    return f"[{mark}] {text}" if mark and text else text
+
+
+def _cell_text(cell: Any, notes: list[Any] | None = None) -> str:
     """A cell's paragraphs on one line (comments left out, nested tables flattened)."""
-    parts = (_table_text(b) if b.tag == _TABLE else _inline(b) for b in _blocks(cell))
+    parts = (_table_text(b, notes) if b.tag == _TABLE else _inline(b, notes) for b in _blocks(cell))
     return " ".join(" ".join(part.split()) for part in parts).strip()
 
 
-def _table_text(table: Any) -> str:
+def _table_text(table: Any, notes: list[Any] | None = None) -> str:
     """One line per non-empty row, cells joined by `` | ``."""
     lines = []
     for row in _rows(table):
-        cells = [_cell_text(cell) for cell in row if cell.tag in (_CELL, _COVERED)]
+        cells = [_cell_text(cell, notes) for cell in row if cell.tag in (_CELL, _COVERED)]
         if any(cells):
             lines.append(" | ".join(cells))
     return "\n".join(lines)

@@ -23,6 +23,8 @@ from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
 from tests.docfactory import make_pdf
 from tests.indexkit import hold_lock
 
+pytestmark = pytest.mark.slow
+
 ANSI = "\x1b["
 
 

@@ -149,6 +149,7 @@ def test_the_reading_progress_keeps_up_with_the_files_while_a_step_embeds(data: 
         eng.stop()
 
 
+@pytest.mark.slow  # the real watcher
 def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching_on(
     data: Path,
 ) -> None:

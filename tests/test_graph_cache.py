@@ -13,6 +13,8 @@ from micro_rag_mcp.core.errors import ModelUnavailable
 from micro_rag_mcp.model.embedder import MODEL_SHA256, find_model_dir, load_embedder
 from micro_rag_mcp.model.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
 
+pytestmark = pytest.mark.slow
+
 
 class Builds:
     """A stand-in for the child process that builds the graph: counts its calls."""

@@ -25,6 +25,8 @@ from tests.docfactory import (
 from tests.fakes import FakeEmbedder
 from tests.formatfactory import make_blank_scan
 
+pytestmark = pytest.mark.slow
+
 ODD_NAMES = ["with space.txt", "ünïcödé ファイル.md", "new\nline.txt"]
 DEEP = "/".join(["deep"] * 100) + "/bottom.txt"
 

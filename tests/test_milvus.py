@@ -38,6 +38,8 @@ from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine
 
+pytestmark = pytest.mark.slow
+
 FILES = {
     "fox.txt": "The quick brown fox jumps over the lazy dog.\n\nFoxes are clever animals.\n",
     "notes/cats.md": "# Cats\n\nCats sleep most of the day. A cat purrs when content.\n",

@@ -39,6 +39,8 @@ from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, store_engine
 
+pytestmark = pytest.mark.slow
+
 KEYWORD = SearchParams(channels=("keyword",))
 OLDER_LAYOUT = "shard-key-range-1"  # the files layout of the release before NAME_grams
 

@@ -19,6 +19,8 @@ from mcp_types import ResourceListChangedNotification
 from micro_rag_mcp.serve.resource_uri import resource_uri
 from tests.mcpkit import run_client, stdio_params, until, wait_idle
 
+pytestmark = pytest.mark.slow
+
 DEADLINE_S = 60.0
 
 

@@ -224,7 +224,10 @@ def test_a_reindex_during_the_start_up_pass_answers_in_time_and_runs_after_it(
     assert "it waits for the start-up pass" in answer["notices"][0]
 
 
-@pytest.mark.parametrize(("watch", "answered_by_start_up"), [("poll", True), ("off", False)])
+@pytest.mark.parametrize(
+    ("watch", "answered_by_start_up"),
+    [pytest.param("poll", True, marks=pytest.mark.slow), ("off", False)],  # slow: the watcher
+)
 def test_a_plain_reindex_during_the_start_up_pass_is_answered_by_it_when_watched(
     data: Path, watch: str, answered_by_start_up: bool
 ) -> None:

@@ -238,6 +238,7 @@ def test_the_search_tool_takes_a_scope_and_refuses_a_bad_one(data: Path) -> None
     assert any("matches no indexed file" in n for n in empty.structured_content["notices"])
 
 
+@pytest.mark.slow  # starts the command or the server as a process
 def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "micro_rag_mcp.cli.app", "search", str(data), "comet",

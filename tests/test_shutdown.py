@@ -25,6 +25,8 @@ from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.mcpkit import stdio_params
 
+pytestmark = pytest.mark.slow
+
 CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 

@@ -16,6 +16,8 @@ import pytest
 from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
+pytestmark = pytest.mark.slow
+
 MIB = 1024 * 1024
 EXIT_DEADLINE_S = 60.0  # what docs/hostile.md promises after end-of-file or a signal
 

@@ -11,6 +11,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 GREETING = "this is an MCP server for"
 
 

@@ -28,6 +28,8 @@ from tests.fakes import FakeEmbedder
 from tests.indexkit import catalog_rows, write
 from tests.mcpkit import stdio_params, wait_complete
 
+pytestmark = pytest.mark.slow
+
 
 def paths_for(engine: Engine, query: str) -> list[str]:
     """The files whose indexed text has the query's words (the fake embedder's hashed

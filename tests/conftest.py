@@ -1,18 +1,16 @@
 from __future__ import annotations
 
-import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.engine import Engine
 from tests import lanes
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 if TYPE_CHECKING:
     from tests.milvuskit import MilvusServer
@@ -48,40 +46,6 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
 # which exec resets to the default in the servers and commands the tests start.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
-    """Make listing any folder called ``folder_name`` fail with an I/O error."""
-    real = os.scandir
-
-    def flaky(path: str) -> object:
-        if os.path.basename(str(path)) == folder_name:
-            raise OSError(5, "Input/output error")
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", flaky)
-
-
-DEADLINE_S = 30.0
-
-
-def eventually(
-    condition: Callable[[], bool], what: str = "the condition", timeout: float = DEADLINE_S
-) -> None:
-    """Poll ``condition`` until it holds; fail, naming ``what``, after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"within {timeout:g} s: {what}"
-        time.sleep(0.01)
-
-
-def make_settings(data: Path, **kw: object) -> Settings:
-    """Settings for a test folder; the folder is not watched unless ``watch`` says so."""
-    kw.setdefault("watch", "off")
-    if kw["watch"] != "off":
-        lanes.require_slow("the real watcher")
-    kw.setdefault("index_folder", data / "index")
-    return Settings(data_folder=data, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import micro_rag_mcp.local.passes.indexer as indexer
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.ingest.scanner import ScanResult
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import make_settings
 from tests.docfactory import (
     Heading,
     make_docx,
@@ -24,6 +23,7 @@ from tests.docfactory import (
 )
 from tests.fakes import FakeEmbedder
 from tests.formatfactory import make_blank_scan
+from tests.settingskit import make_settings
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from micro_rag_mcp.core.errors import ConfigError, IndexWriteError
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths, check_index_folder, ensure_folder
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 NOTE = "Pelicans fish by plunging their pouched bills into the sea.\n"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests import lanes
-from tests.conftest import make_settings
 from tests.crashkit import Folder, kill_during_reindex
+from tests.settingskit import make_settings
 
 
 @contextmanager

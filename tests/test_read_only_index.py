@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import eventually, make_settings
 from tests.diskkit import remount_read_only, small_filesystem
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.slow  # the real watcher
 

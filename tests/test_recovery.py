@@ -16,8 +16,9 @@ import pytest
 from micro_rag_mcp.core.errors import IndexWriteError
 from micro_rag_mcp.local.catalog import SCHEMA_VERSION
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import fail_listing, make_settings
+from tests.diskkit import fail_listing
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 DOCS = {
     "a.txt": "Apples grow on trees in the orchard.",

@@ -92,11 +92,7 @@ def test_a_killed_save_leaves_an_old_temporary_that_a_later_save_removes(tmp_pat
     assert not left.exists() and recent.exists()
 
 
-def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import micro_rag_mcp.model.embedder as embedder
-
+def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path: Path) -> None:
     built = load_embedder(threads=1, cache_dir=tmp_path)
     saved = tmp_path / GRAPH_FILE
     decoded = decode(saved.read_bytes())
@@ -106,8 +102,7 @@ def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
     def no_build(model_dir: Path) -> bytes:
         raise AssertionError("the graph was built again")
 
-    monkeypatch.setattr(embedder, "_mapped_graph", no_build)
-    again = load_embedder(threads=1, cache_dir=tmp_path)
+    again = load_embedder(threads=1, cache_dir=tmp_path, build_graph=no_build)
     assert saved.stat().st_mtime_ns == stamp  # read, not written again
     text = "Harbor cranes unload the cargo vessel."
     np.testing.assert_allclose(built.embed_query(text), again.embed_query(text), atol=1e-6)

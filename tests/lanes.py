@@ -3,10 +3,11 @@
 A module whose tests start the real model, the server or the CLI as a process, milvus-lite,
 the real watcher or the crash harness says ``pytestmark = pytest.mark.slow`` (or marks
 those tests one by one), so ``pytest -m "not slow"`` stays the quick inner loop. The mark
-is checked, not trusted: ``conftest.py`` records the running test here, an audit hook
-sees every process started and every file opened, and the kits that start milvus-lite, the
-watcher or the crash harness call ``require_slow``. A test that is not marked and starts
-one of them fails with the reason, in whichever lane it runs.
+is checked, not trusted: ``conftest.py`` records the running test here; an audit hook
+sees every process started (the server, the CLI, milvus-lite, the model's graph builder)
+and every opening of the model's weights; the crash kit and ``make_settings`` (a watched
+folder) call ``require_slow``. A test that is not marked and starts one of them fails with
+the reason, in whichever lane it runs.
 
 The reader child that every indexing pass starts (``micro_rag_mcp.ingest.isolation``) and
 the short ``python -c`` helpers some tests run (a lock holder, a writer) are not slow.

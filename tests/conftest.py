@@ -1,51 +1,43 @@
 from __future__ import annotations
 
-import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.engine import Engine
+from tests import lanes
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 if TYPE_CHECKING:
     from tests.milvuskit import MilvusServer
 
-# Modules whose tests start the real model, subprocesses, milvus-lite, the real watcher or
-# the crash harness: marked ``slow``, so ``pytest -m "not slow"`` is the quick inner loop.
-SLOW_MODULES = frozenset(
-    {
-        "test_at_work",
-        "test_cli",
-        "test_crash",
-        "test_disk_full",
-        "test_e2e_stdio",
-        "test_embedder",
-        "test_graph_cache",
-        "test_hostile_files",
-        "test_milvus",
-        "test_milvus_documents",
-        "test_new_formats_indexed",
-        "test_notifications",
-        "test_ocr",
-        "test_shutdown",
-        "test_stdio_bounds",
-        "test_terminal",
-        "test_two_processes",
-        "test_watch",
-    }
-)
+lanes.install()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    lanes.running = item
+    try:
+        return (yield)
+    finally:
+        lanes.running = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    """A test that started what only a slow test may start fails, even where the audit
+    hook's failure was raised in a thread of the server and never reached the test."""
+    report: pytest.TestReport = yield
+    offended = [what for nodeid, what in lanes.offences if nodeid == item.nodeid]
+    lanes.offences[:] = [o for o in lanes.offences if o[0] != item.nodeid]
+    if offended and report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} starts {offended[0]} but is not marked slow"
+    return report
 
 
 # The Ctrl+C tests send SIGINT as a terminal would. A suite started as a background job of
@@ -54,38 +46,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # which exec resets to the default in the servers and commands the tests start.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
-    """Make listing any folder called ``folder_name`` fail with an I/O error."""
-    real = os.scandir
-
-    def flaky(path: str) -> object:
-        if os.path.basename(str(path)) == folder_name:
-            raise OSError(5, "Input/output error")
-        return real(path)
-
-    monkeypatch.setattr(os, "scandir", flaky)
-
-
-DEADLINE_S = 30.0
-
-
-def eventually(
-    condition: Callable[[], bool], what: str = "the condition", timeout: float = DEADLINE_S
-) -> None:
-    """Poll ``condition`` until it holds; fail, naming ``what``, after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"within {timeout:g} s: {what}"
-        time.sleep(0.01)
-
-
-def make_settings(data: Path, **kw: object) -> Settings:
-    """Settings for a test folder; the folder is not watched unless ``watch`` says so."""
-    kw.setdefault("watch", "off")
-    kw.setdefault("index_folder", data / "index")
-    return Settings(data_folder=data, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.text.chunking import chunk_text
 from tests.fakes import FakeEmbedder
+from tests.lanes import require_slow
 
 REPO = Path(__file__).resolve().parent.parent
 CHUNK_SIZE, CHUNK_OVERLAP = 200, 40
@@ -120,6 +121,7 @@ def kill_during_reindex(
 
     Returns True if the child was killed before it finished.
     """
+    require_slow("the crash harness")
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(folder.root), "force" if force else "changes"],
         cwd=REPO,

@@ -1,4 +1,5 @@
-"""A small real file system (tmpfs with ``size=``) for tests of a full disk; root only."""
+"""Disk faults for tests: a small real file system (tmpfs with ``size=``) for a full disk,
+root only; and a folder whose listing fails."""
 
 from __future__ import annotations
 
@@ -41,3 +42,15 @@ def fill(folder: Path, leave_bytes: int = 0) -> None:
 def remount_read_only(folder: Path) -> None:
     """Make a ``small_filesystem`` read-only: no process writes it, root included."""
     subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True, capture_output=True)
+
+
+def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:
+    """Make listing any folder called ``folder_name`` fail with an I/O error."""
+    real = os.scandir
+
+    def flaky(path: str) -> object:
+        if os.path.basename(str(path)) == folder_name:
+            raise OSError(5, "Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", flaky)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -20,16 +19,9 @@ from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.memory import create_client_server_memory_streams
 
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import DEADLINE_S, make_settings
 from tests.fakes import FakeEmbedder
-
-
-async def until(condition: Callable[[], bool], what: str, timeout: float = DEADLINE_S) -> None:
-    """Poll ``condition`` until it holds; fail, naming ``what``, after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"within {timeout:g} s: {what}"
-        await anyio.sleep(0.02)
+from tests.settingskit import make_settings
+from tests.waiting import DEADLINE_S, until
 
 
 async def index_state(client: Client) -> dict[str, Any]:
@@ -39,16 +31,23 @@ async def index_state(client: Client) -> dict[str, Any]:
 
 
 async def wait_for_index(
-    client: Client, condition: Callable[[dict[str, Any]], bool], what: str
+    client: Client,
+    condition: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = DEADLINE_S,
+    interval: float = 0.05,
 ) -> dict[str, Any]:
     """Search until the index block satisfies ``condition``; that block."""
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
+    last: dict[str, Any] = {}
+
+    async def holds() -> bool:
         index = await index_state(client)
-        if condition(index):
-            return index
-        assert time.monotonic() < deadline, f"within {DEADLINE_S:g} s: {what}; last {index}"
-        await anyio.sleep(0.05)
+        last.clear()
+        last.update(index)
+        return condition(last)
+
+    await until(holds, lambda: f"{what}; last {last}", timeout, interval)
+    return last
 
 
 def idle(index: dict[str, Any]) -> bool:
@@ -69,13 +68,11 @@ async def wait_idle(client: Client) -> dict[str, Any]:
 async def wait_complete(client: Client, timeout: float = 120.0) -> dict[str, Any]:
     """Search until the index is idle with every vector made (the real model: a first
     index of a few files can take a while on a loaded machine); the index block then."""
-    deadline = time.monotonic() + timeout
-    while True:
-        index = await index_state(client)
-        if complete(index) or (idle(index) and index["chunks_total"] == 0):
-            return index
-        assert time.monotonic() < deadline, f"within {timeout:g} s: never complete: {index}"
-        await anyio.sleep(0.2)
+
+    def done(index: dict[str, Any]) -> bool:
+        return complete(index) or (idle(index) and index["chunks_total"] == 0)
+
+    return await wait_for_index(client, done, "never complete", timeout, interval=0.2)
 
 
 def run_client(

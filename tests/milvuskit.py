@@ -21,6 +21,7 @@ from micro_rag_mcp.core.address import StoreConfig, parse_store_url
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from tests.fakes import FakeEmbedder
+from tests.waiting import eventually
 
 REPO = Path(__file__).resolve().parent.parent
 READY_TIMEOUT_S = 60.0
@@ -68,8 +69,9 @@ class MilvusServer:
 
         from micro_rag_mcp.milvus.collections import GRPC_OPTIONS
 
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
+        failure: list[BaseException] = []
+
+        def answers() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"milvus-lite exited: {self.log.read_text()[-2000:]}")
@@ -79,11 +81,12 @@ class MilvusServer:
                 )
                 client.list_collections()
                 client.close()
-                return
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)  # polling for readiness, bounded by the deadline
+            except Exception as e:  # not listening yet
+                failure[:] = [e]
+                return False
+            return True
+
+        eventually(answers, lambda: f"milvus-lite answers; last {failure}", READY_TIMEOUT_S, 0.1)
 
     def stop(self) -> None:
         if self.proc is not None:

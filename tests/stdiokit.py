@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
+
+from tests.waiting import eventually
 
 
 class RawServer:
@@ -84,9 +86,10 @@ class RawServer:
 
     def exited_within(self, timeout: float) -> int | None:
         """The exit status, polled until ``timeout``; None if still running."""
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        try:
+            eventually(lambda: self.proc.poll() is not None, "the exit", timeout, interval=0.05)
+        except AssertionError:
+            return None
         return self.proc.poll()
 
     def peak_rss_bytes(self) -> int:
@@ -107,17 +110,16 @@ class RawServer:
         with ``idle`` until the model is loaded and indexing is done."""
         self.initialize()
         assert self.read_one()["id"] == "init"
-        deadline = time.monotonic() + timeout
-        for n in range(10**6):
-            self.send(search_call(-1 - n, query, top_k=1))
-            answer = self.read_one()
-            out = answer["result"]["structuredContent"]
+        calls = itertools.count(1)
+
+        def found() -> bool:
+            self.send(search_call(-next(calls), query, top_k=1))
+            out = self.read_one()["result"]["structuredContent"]
             index = out["index"]
             settled = index["model"] == "ready" and not index["indexing"]
-            if out["results"] and (settled or not idle):
-                return
-            assert time.monotonic() < deadline, f"no results for {query!r} in {timeout:g} s"
-            time.sleep(0.1)
+            return bool(out["results"]) and (settled or not idle)
+
+        eventually(found, f"results for {query!r}", timeout, interval=0.1)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

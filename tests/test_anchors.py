@@ -12,8 +12,8 @@ from micro_rag_mcp.core.errors import InvalidArgument, PassageGone
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.serve.tool_results import search_result
 from micro_rag_mcp.text.anchors import SIMILAR, locate, make_anchor, parse_anchor
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 
 def paragraph(i: int) -> str:

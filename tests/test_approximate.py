@@ -16,9 +16,9 @@ import pytest
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.vectors.store import VectorStore
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import write
+from tests.settingskit import make_settings
 
 DIMENSION = 32
 FROM = 200  # vectors from which the stores below use the graph

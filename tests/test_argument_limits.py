@@ -14,8 +14,8 @@ from mcp import Client
 from micro_rag_mcp.cli.app import main as cli_main
 from micro_rag_mcp.core.arguments import MAX_GLOB_CHARS, MAX_GLOBS, MAX_PATH_CHARS, MAX_QUERY_CHARS
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 Portal = anyio.from_thread.BlockingPortal
 

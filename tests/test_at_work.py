@@ -17,9 +17,12 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.local.watch.changes import Batch
-from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids
+from tests.settingskit import make_settings
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.slow
 
 
 def write(path: Path, text: str) -> Path:
@@ -255,18 +258,16 @@ def test_changes_noted_for_a_pass_stay_noted_until_a_pass_takes_them(data: Path)
 # A pass in another process (as ``micro-rag index`` beside a server): it embeds nothing
 # until the gate file exists, then ends.
 GATED_PASS = """
-import sys, time
+import sys
 from pathlib import Path
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import make_settings
+from tests.settingskit import make_settings
 from tests.fakes import FakeEmbedder
+from tests.waiting import eventually
 
 class Gated(FakeEmbedder):
     def embed_documents(self, texts):
-        gate = Path(sys.argv[2])
-        deadline = time.monotonic() + 120
-        while not gate.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        eventually(Path(sys.argv[2]).exists, "the gate", timeout=120, interval=0.02)
         return super().embed_documents(texts)
 
 eng = Engine(make_settings(Path(sys.argv[1])), Gated)

@@ -22,6 +22,9 @@ import pytest
 from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
 from tests.docfactory import make_pdf
 from tests.indexkit import hold_lock
+from tests.waiting import lines_until
+
+pytestmark = pytest.mark.slow
 
 ANSI = "\x1b["
 
@@ -164,9 +167,7 @@ def test_index_waits_for_a_writer_or_names_it_while_search_and_status_work(
             text=True,
         )
         lines = stderr_lines(waiting)
-        deadline = time.monotonic() + 120
-        while not lines.get(timeout=max(0.1, deadline - time.monotonic())).startswith("waiting:"):
-            pass
+        lines_until(lines, lambda line: line.startswith("waiting:"), "a waiting: line", 120)
     finally:
         holder.kill()
         holder.communicate()
@@ -320,14 +321,11 @@ def test_ctrl_c_while_index_waits_for_the_lock_ends_it_with_status_130(tmp_path:
             text=True,
         )
         lines = stderr_lines(waiting)
-        deadline = time.monotonic() + 120
-        while not lines.get(timeout=max(0.1, deadline - time.monotonic())).startswith("waiting:"):
-            pass
+        lines_until(lines, lambda line: line.startswith("waiting:"), "a waiting: line", 120)
         waiting.send_signal(signal.SIGINT)
         assert waiting.wait(timeout=60) == 130
-        rest: list[str] = []  # a progress line may still come between, on a slow machine
-        while not rest or rest[-1] != "micro-rag index: interrupted\n":
-            rest.append(lines.get(timeout=30))
+        # A progress line may still come between, on a slow machine.
+        rest = lines_until(lines, lambda line: line == "micro-rag index: interrupted\n", "the end")
         said = [line for line in rest if line.startswith("micro-rag")]
         assert said == [
             "micro-rag: stopping at the next step; what is done is kept\n",

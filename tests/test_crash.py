@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.crashkit import run_kills
+
+pytestmark = pytest.mark.slow
 
 
 def test_reindex_killed_at_random_instants_leaves_an_index_that_opens_and_converges(

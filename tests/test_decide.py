@@ -10,7 +10,7 @@ from micro_rag_mcp.core.records import FileRecord
 from micro_rag_mcp.ingest.files import Decision, SyncCounts, decide
 from micro_rag_mcp.ingest.readers import read_document
 from micro_rag_mcp.ingest.scanner import ScannedFile
-from tests.conftest import make_settings
+from tests.settingskit import make_settings
 
 OLD_NS = 1_600_000_000_000_000_000  # a stamp old enough to be trusted
 

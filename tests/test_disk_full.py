@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from micro_rag_mcp.core.diskspace import is_disk_full, say_disk_full
 from micro_rag_mcp.core.errors import IndexWriteError
 from tests.diskkit import fill, small_filesystem
+
+pytestmark = pytest.mark.slow
 
 
 def _raised_from(cause: BaseException) -> IndexWriteError:

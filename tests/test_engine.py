@@ -15,9 +15,10 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.passes.pipeline import Steps
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.handle import ModelHandle
-from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import catalog_rows, chunk_keys, vector_ids, write
+from tests.settingskit import make_settings
+from tests.waiting import eventually
 
 
 def test_model_handle_loads_once_in_the_background_and_reports_its_state() -> None:
@@ -149,6 +150,7 @@ def test_the_reading_progress_keeps_up_with_the_files_while_a_step_embeds(data: 
         eng.stop()
 
 
+@pytest.mark.slow  # the real watcher
 def test_a_reindex_at_once_after_start_waits_for_the_start_up_pass_with_watching_on(
     data: Path,
 ) -> None:

@@ -18,8 +18,8 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, fuse, prose_share
 from micro_rag_mcp.text.cjk import read_share
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 
 def candidates(

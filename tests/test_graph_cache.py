@@ -13,6 +13,8 @@ from micro_rag_mcp.core.errors import ModelUnavailable
 from micro_rag_mcp.model.embedder import MODEL_SHA256, find_model_dir, load_embedder
 from micro_rag_mcp.model.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
 
+pytestmark = pytest.mark.slow
+
 
 class Builds:
     """A stand-in for the child process that builds the graph: counts its calls."""
@@ -90,11 +92,7 @@ def test_a_killed_save_leaves_an_old_temporary_that_a_later_save_removes(tmp_pat
     assert not left.exists() and recent.exists()
 
 
-def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import micro_rag_mcp.model.embedder as embedder
-
+def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path: Path) -> None:
     built = load_embedder(threads=1, cache_dir=tmp_path)
     saved = tmp_path / GRAPH_FILE
     decoded = decode(saved.read_bytes())
@@ -104,8 +102,7 @@ def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(
     def no_build(model_dir: Path) -> bytes:
         raise AssertionError("the graph was built again")
 
-    monkeypatch.setattr(embedder, "_mapped_graph", no_build)
-    again = load_embedder(threads=1, cache_dir=tmp_path)
+    again = load_embedder(threads=1, cache_dir=tmp_path, build_graph=no_build)
     assert saved.stat().st_mtime_ns == stamp  # read, not written again
     text = "Harbor cranes unload the cargo vessel."
     np.testing.assert_allclose(built.embed_query(text), again.embed_query(text), atol=1e-6)

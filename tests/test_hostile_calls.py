@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.mcpkit import wait_idle
+from tests.settingskit import make_settings
 
 FTS_SYNTAX = ['"', "NEAR(", "AND", "OR", "NOT", "*", "-", "^", ":", "(", ")", "{", "}", "+"]
 GLOBS = [

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import micro_rag_mcp.local.passes.indexer as indexer
-from micro_rag_mcp.core.results import ReindexReport
-from micro_rag_mcp.ingest.scanner import ScanResult
+from micro_rag_mcp.core.results import Progress, ReindexReport
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import make_settings
 from tests.docfactory import (
     Heading,
     make_docx,
@@ -24,6 +21,9 @@ from tests.docfactory import (
 )
 from tests.fakes import FakeEmbedder
 from tests.formatfactory import make_blank_scan
+from tests.settingskit import make_settings
+
+pytestmark = pytest.mark.slow
 
 ODD_NAMES = ["with space.txt", "ünïcödé ファイル.md", "new\nline.txt"]
 DEEP = "/".join(["deep"] * 100) + "/bottom.txt"
@@ -144,28 +144,30 @@ def test_unreadable_file_gets_a_reason(data: Path) -> None:
     assert [p for p, _ in eng.reindex().files_failed] == ["locked.txt"]
 
 
-def test_file_deleted_or_rewritten_between_scan_and_read(
-    data: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_file_deleted_or_rewritten_between_scan_and_read(data: Path) -> None:
+    """A pass lists the folder, then reads it file by file: the files change as it tells
+    (``progress``) of the first file read, one at either end of the list."""
+    for first in ("a-first.txt", "z-first.txt"):
+        (data / first).write_text("read before the others change")
     (data / "gone.txt").write_text("about to vanish")
     (data / "moving.txt").write_text("old words")
-    real_scan = indexer.scan
+    told: list[str] = []
 
-    def scan_then_change(*args: object) -> ScanResult:
-        found = real_scan(*args)  # type: ignore[arg-type]
-        (data / "gone.txt").unlink()
-        (data / "moving.txt").write_text("brand new words, longer than before")
-        return found
+    def change_after_the_first_read(progress: Progress) -> None:
+        if not told:
+            (data / "gone.txt").unlink()
+            (data / "moving.txt").write_text("brand new words, longer than before")
+        told.append(progress.item)
 
-    monkeypatch.setattr(indexer, "scan", scan_then_change)
     eng = Engine(make_settings(data), FakeEmbedder)
     eng.load_model()
-    report = eng.reindex()
-    assert report.files_failed == [] and report.files_added == 1
-    monkeypatch.undo()
-    assert [h.chunk.path for h in eng.search("brand new words", top_k=5).hits] == ["moving.txt"]
+    report = eng.reindex(progress=change_after_the_first_read)
+    assert told[0].endswith("-first.txt"), told  # the change came before the two were read
+    assert report.files_failed == [] and report.files_added == 3
+    paths = [h.chunk.path for h in eng.search("brand new words", top_k=5).hits]
+    assert paths[0] == "moving.txt" and paths.count("moving.txt") == 1
     assert eng.search("vanish", top_k=5, score_threshold=0.0).hits == [] or all(
         h.chunk.path != "gone.txt" for h in eng.search("vanish", top_k=5).hits
     )
     follow_up = eng.reindex()  # the stamp recorded before the rewrite is not trusted
-    assert follow_up.files_failed == [] and eng.state().files_indexed == 1
+    assert follow_up.files_failed == [] and eng.state().files_indexed == 3

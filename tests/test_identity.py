@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import make_settings
+from tests.settingskit import make_settings
 
 
 def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path) -> None:

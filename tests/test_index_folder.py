@@ -13,8 +13,8 @@ from micro_rag_mcp.core.errors import ConfigError, IndexWriteError
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.layout import IndexPaths, check_index_folder, ensure_folder
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 NOTE = "Pelicans fish by plunging their pouched bills into the sea.\n"
 
@@ -51,6 +51,7 @@ def one_line_naming_the_flag(out: subprocess.CompletedProcess[str]) -> bool:
     return out.returncode == 2 and len(lines) == 1 and "--index-folder" in lines[0]
 
 
+@pytest.mark.slow  # starts the command or the server as a process
 @pytest.mark.parametrize(
     "args",
     [["index"], ["search", "pelicans"], ["status"], ["read", "birds.md"]],
@@ -65,6 +66,7 @@ def test_every_command_refuses_a_default_index_folder_of_notes_and_writes_nothin
     assert tree(notes.parent) == before
 
 
+@pytest.mark.slow  # starts the command or the server as a process
 def test_the_server_refuses_a_default_index_folder_of_notes_and_writes_nothing(
     notes: Path,
 ) -> None:
@@ -75,6 +77,7 @@ def test_the_server_refuses_a_default_index_folder_of_notes_and_writes_nothing(
     assert tree(notes.parent) == before
 
 
+@pytest.mark.slow  # starts the command or the server as a process
 def test_a_given_index_folder_that_holds_other_files_is_refused(
     notes: Path, tmp_path: Path
 ) -> None:

@@ -19,9 +19,9 @@ from micro_rag_mcp.local.passes.indexer import sync_files
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import embedding_text
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import catalog_rows, chunk_ids, chunk_keys, vector_ids, write
+from tests.settingskit import make_settings
 
 
 def test_first_reindex_adds_every_file_and_gives_every_chunk_a_vector(

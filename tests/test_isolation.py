@@ -13,9 +13,9 @@ from micro_rag_mcp.core.errors import ReadError
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import read_document
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import make_settings
 from tests.docfactory import make_docx, make_pdf
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 
 def test_isolated_read_gives_the_same_document_as_reading_in_process(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from micro_rag_mcp.core.errors import IndexBusy, InvalidArgument, MicroRagError, Stopped
 from micro_rag_mcp.core.results import Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.serve.jobs import QUEUED, JobState, ReindexJob, ReindexJobs
-from tests.conftest import DEADLINE_S, eventually
+from tests.waiting import DEADLINE_S, eventually
 
 
 @dataclass

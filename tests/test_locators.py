@@ -12,8 +12,8 @@ from micro_rag_mcp.ingest.readers.document import DocumentBuilder, HeadingPath
 from micro_rag_mcp.ingest.readers.text import markdown_sections
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.chunking import Locator
-from tests.conftest import make_settings
 from tests.docfactory import Heading, Table, make_bare_docx, make_docx
+from tests.settingskit import make_settings
 
 LIMIT = 10**8
 

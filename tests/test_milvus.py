@@ -34,9 +34,11 @@ from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.terms import query_terms, repeated_terms
 from micro_rag_mcp.serve.main import build_parser, settings_from_args
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine
+from tests.settingskit import make_settings
+
+pytestmark = pytest.mark.slow
 
 FILES = {
     "fox.txt": "The quick brown fox jumps over the lazy dog.\n\nFoxes are clever animals.\n",

@@ -35,9 +35,11 @@ from micro_rag_mcp.search.documents import document_terms
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.text.cjk import query_gram_counts
 from tests.cjkkit import DESCRIPTION, filler, write_case_folder
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, store_engine
+from tests.settingskit import make_settings
+
+pytestmark = pytest.mark.slow
 
 KEYWORD = SearchParams(channels=("keyword",))
 OLDER_LAYOUT = "shard-key-range-1"  # the files layout of the release before NAME_grams

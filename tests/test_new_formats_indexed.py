@@ -12,6 +12,8 @@ from micro_rag_mcp.local.engine import Engine
 from tests.docfactory import pdf_bytes
 from tests.formatfactory import make_odf, make_scanned_pdf
 
+pytestmark = pytest.mark.slow
+
 
 def test_opendocument_and_mail_are_indexed_and_cited(engine: Engine, data: Path) -> None:
     make_odf(data / "notes.odt", "text", "<text:h>Boiler</text:h><text:p>Pressure valve</text:p>")

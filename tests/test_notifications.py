@@ -17,7 +17,10 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_types import ResourceListChangedNotification
 
 from micro_rag_mcp.serve.resource_uri import resource_uri
-from tests.mcpkit import run_client, stdio_params, until, wait_idle
+from tests.mcpkit import run_client, stdio_params, wait_idle
+from tests.waiting import until
+
+pytestmark = pytest.mark.slow
 
 DEADLINE_S = 60.0
 

@@ -24,6 +24,8 @@ from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.chunking import Locator
 from tests.formatfactory import make_blank_scan, make_scanned_pdf, text_image
 
+pytestmark = pytest.mark.slow
+
 needs_ocr = pytest.mark.skipif(
     not ocr_installed(),
     reason="the ocr extra is not installed (pip install -e '.[ocr]', Python 3.11 or 3.12 only)",

@@ -24,9 +24,10 @@ from micro_rag_mcp.ingest.readers import Document
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.passes.pipeline import Steps
 from micro_rag_mcp.local.vectors.store import VectorStore
-from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import catalog_rows, chunk_ids, chunk_keys, vector_ids, write
+from tests.settingskit import make_settings
+from tests.waiting import eventually
 
 FILES = 3 * EMBED_BATCH
 LAST = f"note{FILES - 1:03d}.txt"

@@ -15,7 +15,7 @@ from micro_rag_mcp.ingest.readers.text import opening_title
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.cjk import whole_text
 from micro_rag_mcp.text.vector_text import embedding_text
-from tests.conftest import make_settings
+from tests.settingskit import make_settings
 
 BODY = "Pelicans fish by plunging their pouched bills into the sea. " * 30
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import eventually, make_settings
 from tests.diskkit import remount_read_only, small_filesystem
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.slow  # the real watcher
 
 
 def test_search_on_a_read_only_index_says_changes_are_not_indexed(tmp_path: Path) -> None:

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import IndexWriteError
+from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.catalog import SCHEMA_VERSION
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import fail_listing, make_settings
+from tests.diskkit import fail_listing
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 DOCS = {
     "a.txt": "Apples grow on trees in the orchard.",
@@ -198,23 +200,21 @@ def test_a_full_disk_at_start_up_never_sets_a_healthy_catalog_aside(indexed: Pat
     assert report.files_added == 1 and report.chunks_embedded == 1  # nothing re-embedded
 
 
-def test_a_failed_vector_save_is_written_by_the_next_reindex(
-    indexed: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import micro_rag_mcp.local.vectors.store as vectors_module
-
+def test_a_failed_vector_save_is_written_by_the_next_reindex(indexed: Path) -> None:
     (indexed / "d.txt").write_text("Dates are sweet fruits from palm trees.")
-    eng = fresh_engine(indexed)
-    real = vectors_module.atomic_write_bytes
+    disk_full = [True]
 
-    def full(path: Path, data: bytes) -> None:
-        raise OSError(28, "No space left on device")
+    def write_vectors(path: Path, data: bytes) -> None:
+        if disk_full[0]:
+            raise OSError(28, "No space left on device")
+        atomic_write_bytes(path, data)
 
-    monkeypatch.setattr(vectors_module, "atomic_write_bytes", full)
+    eng = Engine(make_settings(indexed), FakeEmbedder, write_vectors=write_vectors)
+    eng.load_model()
     with pytest.raises(IndexWriteError, match="No space left"):
         eng.reindex()
-    monkeypatch.setattr(vectors_module, "atomic_write_bytes", real)
-    eng.reindex()
+    disk_full[0] = False
+    assert eng.reindex().chunks_embedded == 0  # the vector made before is saved, not made again
     other = fresh_engine(indexed)  # another process reads what was saved
     state = other.search("dates palm", top_k=1).state
     assert state.chunks_with_vectors == state.chunks_total == 4

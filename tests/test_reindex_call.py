@@ -7,7 +7,6 @@ deadline through ``build_server``'s seam where a call must come back while its p
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import DEADLINE_S, make_settings
 from tests.fakes import GatedEmbedder
-from tests.mcpkit import complete, until, wait_for_index
+from tests.mcpkit import complete, wait_for_index
+from tests.settingskit import make_settings
+from tests.waiting import DEADLINE_S, until
 
 SHORT_S = 0.2  # the answer deadline where a call must come back while its pass is held
 NOTES = 100  # one chunk each: four embedding steps of 32
@@ -47,12 +47,13 @@ async def follow(
     result. What a pass has shown by the deadline depends on its thread's speed, so a
     test asks again (each call answers within the server's deadline) instead of once."""
     results: list[dict[str, Any]] = []
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
+
+    async def answered() -> bool:
         results.append((await client.call_tool("reindex", arguments)).structured_content or {})
-        if condition(results[-1]):
-            return results
-        assert time.monotonic() < deadline, f"within {DEADLINE_S:g} s: {what}; {results[-1]}"
+        return bool(condition(results[-1]))
+
+    await until(answered, lambda: f"{what}; {results[-1]}", interval=0)
+    return results
 
 
 def recorder(updates: Progress) -> Any:
@@ -224,7 +225,10 @@ def test_a_reindex_during_the_start_up_pass_answers_in_time_and_runs_after_it(
     assert "it waits for the start-up pass" in answer["notices"][0]
 
 
-@pytest.mark.parametrize(("watch", "answered_by_start_up"), [("poll", True), ("off", False)])
+@pytest.mark.parametrize(
+    ("watch", "answered_by_start_up"),
+    [pytest.param("poll", True, marks=pytest.mark.slow), ("off", False)],  # slow: the watcher
+)
 def test_a_plain_reindex_during_the_start_up_pass_is_answered_by_it_when_watched(
     data: Path, watch: str, answered_by_start_up: bool
 ) -> None:

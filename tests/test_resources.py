@@ -21,9 +21,10 @@ from mcp_types import (
 
 from micro_rag_mcp.serve.resource_uri import TEMPLATE, resource_uri
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
-from tests.mcpkit import one_run, run_client, until, wait_idle
+from tests.mcpkit import one_run, run_client, wait_idle
+from tests.settingskit import make_settings
+from tests.waiting import until
 
 DEADLINE_S = 30.0
 

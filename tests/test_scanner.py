@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from micro_rag_mcp.core.errors import InvalidArgument
 from micro_rag_mcp.ingest.ignore import ignored, parse_rules
 from micro_rag_mcp.ingest.scanner import PathGlob, ScanRules, scan
-from tests.conftest import fail_listing
+from tests.diskkit import fail_listing
 
 
 def rels(root: Path, exts: tuple[str, ...] = (".txt", ".md"), glob: str | None = None) -> list[str]:

@@ -85,8 +85,8 @@ def test_a_process_that_searched_nothing_counts_the_saved_vectors(
 ) -> None:
     """A fresh process (the CLI's) whose scope matches no file, or that searches by
     keyword alone, never loads the vectors: it counts them in the saved file."""
-    from tests.conftest import make_settings
     from tests.fakes import FakeEmbedder
+    from tests.settingskit import make_settings
 
     _folder(data)
     engine.reindex()
@@ -113,8 +113,8 @@ def test_a_process_that_searched_nothing_counts_the_saved_vectors(
 def test_a_changed_scope_is_told_by_what_changed(
     engine: Engine, data: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from tests.conftest import make_settings
     from tests.fakes import FakeEmbedder
+    from tests.settingskit import make_settings
 
     _folder(data)
     engine.reindex()
@@ -238,6 +238,7 @@ def test_the_search_tool_takes_a_scope_and_refuses_a_bad_one(data: Path) -> None
     assert any("matches no indexed file" in n for n in empty.structured_content["notices"])
 
 
+@pytest.mark.slow  # starts the command or the server as a process
 def test_the_cli_search_refuses_a_bad_scope_in_one_line(data: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "micro_rag_mcp.cli.app", "search", str(data), "comet",

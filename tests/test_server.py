@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +13,11 @@ from mcp import Client
 from micro_rag_mcp.core.fsutil import WriterLock
 from micro_rag_mcp.core.settings import DOC_EXTS
 from micro_rag_mcp.serve.server import build_server
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import hold_lock
 from tests.mcpkit import run_client
+from tests.settingskit import make_settings
+from tests.waiting import until
 
 
 def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) -> None:
@@ -270,13 +269,6 @@ def test_reindex_refuses_a_glob_leaving_the_folder(data: Path) -> None:
     assert result.is_error and "leave the data folder" in result.content[0].text
 
 
-async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        await anyio.sleep(0.02)
-
-
 def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> None:
     for i in range(5):
         (data / f"note{i}.txt").write_text(f"Note number {i}.")
@@ -290,7 +282,7 @@ def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> No
 
     async def main() -> Any:
         async with Client(build_server(make_settings(data), lambda: embedder)) as client:
-            await until(embedder.held.is_set)
+            await until(embedder.held.is_set, "the start-up pass began embedding")
             return await client.call_tool("reindex", {}, progress_callback=progress)
 
     result = anyio.run(main)

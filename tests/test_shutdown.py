@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,9 @@ from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.mcpkit import stdio_params
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.slow
 
 CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
@@ -63,11 +65,12 @@ class Server:
             self.lines.append(raw.decode(errors="replace"))
 
     def wait_for_log(self, needle: str, timeout: float = 120.0, count: int = 1) -> None:
-        deadline = time.monotonic() + timeout
-        while sum(needle in line for line in self.lines) < count:
+        def logged() -> bool:
             assert self.proc.poll() is None, "".join(self.lines)
-            assert time.monotonic() < deadline, f"no {needle!r} in the log:\n{''.join(self.lines)}"
-            time.sleep(0.05)
+            return sum(needle in line for line in self.lines) >= count
+
+        log = lambda: "".join(self.lines)  # noqa: E731
+        eventually(logged, lambda: f"{needle!r} in the log:\n{log()}", timeout, interval=0.05)
 
     def finish(self, timeout: float = 60.0) -> tuple[int, str]:
         try:

@@ -17,8 +17,8 @@ from micro_rag_mcp.ingest.scanner import PathSet, ScanRules, scan
 from micro_rag_mcp.ingest.skipped import MemoryMeta, record, recorded
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.serve.tool_results import search_result, wire
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 
 def bad_name(folder: Path, name: bytes = b"bad\xff.txt") -> None:

@@ -18,6 +18,8 @@ from micro_rag_mcp.serve.framing import oversized_id
 from micro_rag_mcp.serve.relay import END_GRACE_S, MAX_IN_FLIGHT, MAX_MESSAGE_BYTES
 from tests.stdiokit import RawServer, search_call
 
+pytestmark = pytest.mark.slow
+
 MIB = 1024 * 1024
 TOOLS = ("search", "reindex", "read")
 EXIT_DEADLINE_S = 60.0  # what docs/hostile.md promises after end-of-file or a signal

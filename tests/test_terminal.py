@@ -8,8 +8,13 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
+
+import pytest
+
+from tests.waiting import lines_until
+
+pytestmark = pytest.mark.slow
 
 GREETING = "this is an MCP server for"
 
@@ -28,22 +33,20 @@ def stderr_until(data: Path, marker: str, *, tty: bool) -> list[str]:
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-    seen: list[str] = []
-    deadline = time.monotonic() + 60
     try:
-        while not any(marker in line for line in seen):
-            assert time.monotonic() < deadline, f"never saw {marker!r}: {seen}"
-            try:
-                seen.append(lines.get(timeout=0.5))
-            except queue.Empty:
-                assert proc.poll() is None, f"the server ended: {seen}"
+        return lines_until(
+            lines,
+            lambda line: marker in line,
+            f"{marker!r} in the log",
+            timeout=60,
+            alive=lambda: proc.poll() is None,
+        )
     finally:
         proc.kill()
         proc.wait()
         for fd in (primary, secondary):
             if fd is not None:
                 os.close(fd)
-    return seen
 
 
 def test_in_a_terminal_the_server_says_once_what_it_waits_for(tmp_path: Path) -> None:

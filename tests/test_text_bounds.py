@@ -20,13 +20,13 @@ from micro_rag_mcp.ingest.isolation import (
 from micro_rag_mcp.ingest.readers import read_document
 from micro_rag_mcp.ingest.readers.guards import MAX_TEXT_CHARS, TEXT_FLOOR_CHARS, text_bound
 from micro_rag_mcp.local.engine import Engine
-from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.hostilefactory import (
     make_repeated_spine_epub,
     make_shared_stream_pdf,
     make_shared_string_xlsx,
 )
+from tests.settingskit import make_settings
 
 MIB = 1024 * 1024
 # A reader process that has read a small document peaks near 100 MB (interpreter and

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from micro_rag_mcp.core.fsutil import lock_is_held, read_progress
 from tests.mcpkit import stdio_params, wait_complete
+from tests.waiting import until
+
+pytestmark = pytest.mark.slow
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 
@@ -35,6 +38,10 @@ async def state(client: Client) -> dict[str, Any]:
     return result.structured_content["index"]  # type: ignore[index,no-any-return]
 
 
+async def indexing(client: Client) -> bool:
+    return bool((await state(client))["indexing"])
+
+
 def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_kill(
     tmp_path: Path,
 ) -> None:
@@ -44,10 +51,7 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 
     async def main() -> None:
         async with Client(stdio_params(data)) as writer:
-            deadline = time.monotonic() + 60
-            while not (await state(writer))["indexing"]:
-                assert time.monotonic() < deadline
-                await anyio.sleep(0.05)
+            await until(lambda: indexing(writer), "the writer indexes", 60, interval=0.05)
             async with Client(stdio_params(data), mode="legacy") as reader:
                 seen: list[int] = []
                 while True:  # the reader searches while the writer commits
@@ -63,10 +67,8 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
                 assert busy.is_error and "already running" in busy.content[0].text
 
                 os.kill(await writer_pid(lock), signal.SIGKILL)  # its window is closed hard
-                deadline = time.monotonic() + 60
-                while lock_is_held(lock):  # until the kernel has ended the process
-                    assert time.monotonic() < deadline, "a killed writer kept its lock"
-                    await anyio.sleep(0.02)
+                # Until the kernel has ended the process.
+                await until(lambda: not lock_is_held(lock), "a killed writer let its lock go", 60)
 
                 report = await reader.call_tool("reindex", {})  # the lock is free
                 assert not report.is_error, report.content
@@ -86,11 +88,15 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
 
 async def writer_pid(lock: Path) -> int:
     """The pid the running writer wrote in its lock's record."""
-    deadline = time.monotonic() + 60
-    while (record := read_progress(lock)) is None or record.pid is None:
-        assert time.monotonic() < deadline, f"no readable record in {lock}"
-        await anyio.sleep(0.02)
-    return record.pid
+    pids: list[int] = []
+
+    def recorded() -> bool:
+        record = read_progress(lock)
+        pids[:] = [] if record is None or record.pid is None else [record.pid]
+        return bool(pids)
+
+    await until(recorded, f"a readable record in {lock}", 60)
+    return pids[0]
 
 
 def _only_broken_pipes(e: BaseException) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -23,10 +24,13 @@ from micro_rag_mcp.core.fsutil import network_fs
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.watch.changes import ChangeFilter, ChangeQueue
 from micro_rag_mcp.local.watch.watcher import STANDBY, STARTING, WATCHED_ELSEWHERE, WATCHING
-from tests.conftest import DEADLINE_S, eventually, make_settings
 from tests.fakes import FakeEmbedder
 from tests.indexkit import catalog_rows, write
 from tests.mcpkit import stdio_params, wait_complete
+from tests.settingskit import make_settings
+from tests.waiting import eventually, until
+
+pytestmark = pytest.mark.slow
 
 
 def paths_for(engine: Engine, query: str) -> list[str]:
@@ -323,15 +327,15 @@ def test_the_server_over_stdio_finds_a_file_written_after_it_started(tmp_path: P
             index = await wait_complete(client)
             assert index["watch"] == "watching" and index["files_indexed"] == 1
             write(data / "later" / "comet.txt", "Halley's comet returns every 76 years.")
-            deadline = time.monotonic() + DEADLINE_S
-            while True:
+            found: list[dict[str, Any]] = []
+
+            async def comet_first() -> bool:
                 out = await client.call_tool("search", {"query": "Halley comet"})
-                paths = [r["path"] for r in out.structured_content["results"]]  # type: ignore[index]
-                if paths and paths[0] == "later/comet.txt":
-                    assert out.structured_content["results"][0]["stale"] is False  # type: ignore[index]
-                    break
-                assert time.monotonic() < deadline, f"never found: {out.structured_content}"
-                await anyio.sleep(0.1)
+                found[:] = out.structured_content["results"]  # type: ignore[index]
+                return bool(found) and found[0]["path"] == "later/comet.txt"
+
+            await until(comet_first, lambda: f"never found: {found}", interval=0.1)
+            assert found[0]["stale"] is False
             index = await wait_complete(client)
             assert index["files_indexed"] == 2 and index["queued"] == 0
 

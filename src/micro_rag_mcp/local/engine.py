@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
-from micro_rag_mcp.core.fsutil import lock_is_held
+from micro_rag_mcp.core.fsutil import atomic_write_bytes, lock_is_held
 from micro_rag_mcp.core.results import (
     IndexState,
     IndexSummary,
@@ -39,6 +39,7 @@ from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.local.passes.writer import PassKind, Writer
 from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
+from micro_rag_mcp.local.vectors.store import WriteFile
 from micro_rag_mcp.local.watch.watcher import OFF, Watcher
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle
@@ -66,13 +67,14 @@ class Engine:
         save_every_s: float = 30.0,
         approximate_from: int = APPROXIMATE_FROM,
         steps: Steps = DEFAULT_STEPS,
+        write_vectors: WriteFile = atomic_write_bytes,
     ) -> None:
         self.settings = settings
         self.params = params or SearchParams()
         self.paths = IndexPaths(settings.index_folder)
         self._stop = threading.Event()
         self._model = ModelHandle(load_embedder)
-        self._vectors = VectorCache(self.paths, approximate_from)
+        self._vectors = VectorCache(self.paths, approximate_from, write_vectors)
         self._writer = Writer(
             settings,
             self.paths,

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -241,13 +241,14 @@ def _create_session(
     quantize: bool = False,
     work_dir: Path | None = None,
     cache_dir: Path | None = None,
+    build_graph: Callable[[Path], bytes] | None = None,
 ) -> onnxruntime.InferenceSession:
     """Describe the model as an ONNX graph and open a CPU session on it."""
     options = session_options(threads)
     try:
         if quantize:
             return open_session(_quantized(in_memory_model(model_dir), work_dir), options)
-        return open_mapped_session(model_dir, options, cache_dir)
+        return open_mapped_session(model_dir, options, cache_dir, build_graph)
     except (KeyError, ValueError) as exc:
         raise ModelUnavailable(
             f"Model in {model_dir} is not a supported BERT checkpoint: {exc}. {install_hint(True)}"
@@ -262,16 +263,21 @@ def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxrunti
 
 
 def open_mapped_session(
-    model_dir: Path, options: onnxruntime.SessionOptions, cache_dir: Path | None = None
+    model_dir: Path,
+    options: onnxruntime.SessionOptions,
+    cache_dir: Path | None = None,
+    build_graph: Callable[[Path], bytes] | None = None,
 ) -> onnxruntime.InferenceSession:
     """A session whose fp32 weights stay in ``model.safetensors``, memory-mapped read-only
     by onnxruntime: nothing is copied, and processes share the pages.
 
     ``model_dir`` must hold the pinned weights (``verify_model_dir``). The graph is read
     from ``cache_dir`` (the index folder) when it was saved there for these weights, and
-    saved there once built; with None it is built and nothing is written.
+    saved there once built; with None it is built and nothing is written. ``build_graph``
+    builds it (default: in a child process, ``_mapped_graph``).
     """
-    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: _mapped_graph(model_dir))
+    build = build_graph or _mapped_graph
+    graph = cached_graph(cache_dir, graph_key(MODEL_SHA256), lambda: build(model_dir))
     return open_graph_session(model_dir, graph, options)
 
 
@@ -342,6 +348,7 @@ def load_embedder(
     quantize: bool = False,
     work_dir: Path | None = None,
     cache_dir: Path | None = None,
+    build_graph: Callable[[Path], bytes] | None = None,
 ) -> OnnxEmbedder:
     """Load the pinned all-MiniLM-L6-v2 model (about 1 s); raise ``ModelUnavailable``.
 
@@ -350,7 +357,8 @@ def load_embedder(
     ``quantize`` runs an int8 copy of the model: faster, slightly different vectors (so a
     different ``model_id``); measured in docs/benchmarks.md, not the default. Making it
     needs a scratch folder: ``work_dir`` (None: the system's temporary folder).
-    ``cache_dir`` keeps the built graph for the next load (see ``graph_cache``).
+    ``cache_dir`` keeps the built graph for the next load (see ``graph_cache``);
+    ``build_graph`` builds one where none is kept (see ``open_mapped_session``).
     """
     started = time.perf_counter()
     kept = None if quantize or cache_dir is None else kept_graph(cache_dir, graph_key(MODEL_SHA256))
@@ -367,7 +375,8 @@ def load_embedder(
     if loaded is None:
         model_dir = find_model_dir() if model_dir is None else verify_model_dir(model_dir)
         tokenizer = load_tokenizer(model_dir)
-        loaded = tokenizer, _create_session(model_dir, threads, quantize, work_dir, cache_dir)
+        session = _create_session(model_dir, threads, quantize, work_dir, cache_dir, build_graph)
+        loaded = tokenizer, session
     tokenizer, session = loaded
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info(

@@ -15,10 +15,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.catalog import Catalog, CatalogStats
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
-from micro_rag_mcp.local.vectors.store import VectorStore, file_stamp, saved_ids
+from micro_rag_mcp.local.vectors.store import VectorStore, WriteFile, file_stamp, saved_ids
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.text.vector_text import VECTOR_IDS
@@ -31,9 +32,15 @@ logger = logging.getLogger(__name__)
 
 
 class VectorCache:
-    def __init__(self, paths: IndexPaths, approximate_from: int = APPROXIMATE_FROM) -> None:
+    def __init__(
+        self,
+        paths: IndexPaths,
+        approximate_from: int = APPROXIMATE_FROM,
+        write_file: WriteFile = atomic_write_bytes,
+    ) -> None:
         self.paths = paths
         self.approximate_from = approximate_from  # see ann.py
+        self.write_file = write_file
         self._store: VectorStore | None = None
         self._lock = threading.Lock()
         self._count_key: tuple[object, ...] | None = None
@@ -108,6 +115,7 @@ class VectorCache:
             mapped=mapped,
             graph_path=self.paths.graph,
             approximate_from=self.approximate_from,
+            write_file=self.write_file,
         )
 
     def count(

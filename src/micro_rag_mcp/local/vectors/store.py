@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# How the vectors' file is replaced (atomically); a test gives one that fails as a full disk.
+WriteFile = Callable[[Path, bytes], None]
+
+
 class VectorStore:
     """An in-memory FAISS index guarded by a lock, saved atomically to one file."""
 
@@ -49,6 +53,7 @@ class VectorStore:
         *,
         graph_path: Path | None = None,
         approximate_from: int = APPROXIMATE_FROM,
+        write_file: WriteFile = atomic_write_bytes,
     ) -> None:
         import faiss
 
@@ -66,6 +71,7 @@ class VectorStore:
         self.mapped = False  # read-only: the vectors are the saved file's pages
         self.graph_path = graph_path  # where the HNSW graph is saved; None: never one
         self.approximate_from = approximate_from
+        self.write_file = write_file
         self._graph: Approximate | None = None
 
     @classmethod
@@ -78,6 +84,7 @@ class VectorStore:
         mapped: bool = False,
         graph_path: Path | None = None,
         approximate_from: int = APPROXIMATE_FROM,
+        write_file: WriteFile = atomic_write_bytes,
     ) -> VectorStore:
         """Load the saved index (and its graph, if it is large enough to use one).
 
@@ -91,6 +98,7 @@ class VectorStore:
         store.graph_path = graph_path
         store.graph_stamp = graph_stamp
         store.approximate_from = approximate_from
+        store.write_file = write_file
         if graph_path is not None and len(store) >= approximate_from:
             store._adopt(Approximate.load(graph_path, dimension))
         return store
@@ -317,7 +325,7 @@ class VectorStore:
             self._vectors_dirty = self._graph_dirty = False
         try:
             if data is not None:
-                atomic_write_bytes(self.path, data)
+                self.write_file(self.path, data)
             if graph is not None and self.graph_path is not None:
                 # Written after the vectors: a reader that finds it behind (a kill between
                 # the two) adds what it lacks, see _adopt.

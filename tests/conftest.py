@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +35,7 @@ SLOW_MODULES = frozenset(
         "test_new_formats_indexed",
         "test_notifications",
         "test_ocr",
+        "test_service",
         "test_shutdown",
         "test_stdio_bounds",
         "test_terminal",
@@ -54,6 +57,71 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # which exec resets to the default in the servers and commands the tests start.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Launches serve in one process unless MICRO_RAG_TEST_MODE=service: then every launch a
+# test makes goes through the service (the whole suite in the service's mode).
+SERVICE_MODE = os.environ.get("MICRO_RAG_TEST_MODE", "standalone") == "service"
+
+
+@pytest.fixture(autouse=True)
+def service_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This test's own runtime directory for the service (parallel workers never share
+    one), a service that exits as its last session ends, and the launch mode of the run;
+    any service still running at the end is stopped."""
+    root = Path(tempfile.mkdtemp(prefix="mrr-"))  # short: a socket's path is limited
+    monkeypatch.setenv("MICRO_RAG_RUNTIME_DIR", str(root))
+    monkeypatch.setenv("MICRO_RAG_SERVICE_GRACE", "0")
+    if SERVICE_MODE:
+        monkeypatch.delenv("MICRO_RAG_STANDALONE", raising=False)
+    else:
+        monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+    yield root
+    for pid_file in root.glob("*/service.pid"):
+        stop_service(int(pid_file.read_text()))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(params=["standalone", "service"])
+def launch_mode(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, service_runtime: Path
+) -> str:
+    """Run a spine test both ways: each launch in one process, and through the service."""
+    if request.param == "service":
+        monkeypatch.delenv("MICRO_RAG_STANDALONE", raising=False)
+    else:
+        monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+    return str(request.param)
+
+
+def stop_service(pid: int, timeout: float = 30.0) -> None:
+    """Ask the service ``pid`` to stop (if that process is still a service), and kill it
+    if it has not within ``timeout`` seconds."""
+    try:
+        if b"micro_rag_mcp.service" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not _ended(pid):
+            time.sleep(0.02)
+        if not _ended(pid):
+            os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, FileNotFoundError):
+        return
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has ended (reaped here if it was a child of this process)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
 
 
 def fail_listing(monkeypatch: pytest.MonkeyPatch, folder_name: str) -> None:

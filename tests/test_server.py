@@ -274,26 +274,33 @@ def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> No
     assert out["files_unchanged"] == 5 and out["chunks_embedded"] == 0  # all done at start-up
 
 
-def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:
+def test_reindex_while_another_process_holds_the_lock_waits_for_it(data: Path) -> None:
+    (data / "a.md").write_text("# A\n\nAlpha.\n")
     holder = hold_lock(data / "index" / "index.lock")
+    settings = make_settings(data)
+
+    async def main() -> tuple[Any, Any]:
+        server = build_server(settings, FakeEmbedder, answer_within_s=1.0)
+        async with Client(server) as client:
+            waiting = await client.call_tool("reindex", {})
+            holder.kill()
+            holder.communicate()
+            with anyio.fail_after(30):
+                while True:
+                    done = await client.call_tool("reindex", {})
+                    if not done.is_error and not done.structured_content["running"]:  # type: ignore[index]
+                        return waiting, done
+                    await anyio.sleep(0.05)
+
     try:
-
-        async def check(client: Client) -> Any:
-            return await client.call_tool("reindex", {})
-
-        settings = make_settings(data)
-
-        async def main() -> Any:
-            async with Client(build_server(settings, FakeEmbedder)) as client:
-                return await check(client)
-
-        result = anyio.run(main)
+        waiting, done = anyio.run(main)
     finally:
         holder.kill()
         holder.communicate()
-    assert result.is_error
-    text = result.content[0].text
-    assert "already running" in text and "reading 3/7" in text
+    assert not waiting.is_error, waiting.content
+    out = waiting.structured_content
+    assert out["running"] and out["waiting_for"] == "other process's"
+    assert done.structured_content["files_added"] == 1  # its own pass, once the other ended
     # The kernel released the killed holder's lock: the next reindex runs.
     lock = WriterLock(data / "index" / "index.lock")
     lock.acquire()

@@ -35,7 +35,7 @@ async def state(client: Client) -> dict[str, Any]:
     return result.structured_content["index"]  # type: ignore[index,no-any-return]
 
 
-def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_kill(
+def test_second_process_searches_during_reindex_and_takes_over_after_a_kill(
     tmp_path: Path,
 ) -> None:
     data = tmp_path / "docs"
@@ -58,9 +58,6 @@ def test_second_process_searches_during_reindex_is_busy_and_takes_over_after_a_k
                         break
                     await anyio.sleep(0.02)
                 assert seen == sorted(seen), "the reader saw the index go backwards"
-
-                busy = await reader.call_tool("reindex", {})
-                assert busy.is_error and "already running" in busy.content[0].text
 
                 os.kill(await writer_pid(lock), signal.SIGKILL)  # its window is closed hard
                 deadline = time.monotonic() + 60

@@ -21,7 +21,10 @@ from tests.indexkit import hold_lock
 from tests.mcpkit import run_client
 
 
-def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_tools_are_listed_with_bounds_output_schema_and_annotations(
+    data: Path, shared: bool
+) -> None:
     async def check(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {"search", "reindex", "read"}
@@ -37,7 +40,7 @@ def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) 
         assert tools["search"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert "files_failed" in tools["reindex"].output_schema["properties"]  # type: ignore[index]
 
-    run_client(check, data)
+    run_client(check, data, shared=shared)
 
 
 def test_instructions_are_passed_verbatim(data: Path) -> None:
@@ -154,14 +157,15 @@ def test_numbers_follow_json_and_strings_stay_strings(data: Path) -> None:
     assert not json_like_glob.is_error, json_like_glob.content
 
 
-def test_search_returns_cited_results_and_index_state(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_search_returns_cited_results_and_index_state(data: Path, shared: bool) -> None:
     (data / "zeppelin.md").write_text("# Airships\n\nThe Hindenburg burned at Lakehurst.\n")
     (data / "fruit.txt").write_text("Apples and pears.")
 
     async def check(client: Client) -> Any:
         return await client.call_tool("search", {"query": "Hindenburg", "score_threshold": 0.0})
 
-    result = run_client(check, data)
+    result = run_client(check, data, shared=shared)
     out = result.structured_content
     top = out["results"][0]
     assert top["path"] == "zeppelin.md" and top["ext"] == ".md"
@@ -175,7 +179,8 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     assert relevance == sorted(relevance, reverse=True) and 0 < relevance[0] <= 1
 
 
-def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_reindex_reports_counts_failures_and_progress(data: Path, shared: bool) -> None:
     (data / "a.txt").write_text("alpha")
     updates: list[tuple[float, float | None, str | None]] = []
 
@@ -187,7 +192,7 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
         (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
         return await client.call_tool("reindex", {}, progress_callback=progress)
 
-    out = run_client(check, data).structured_content
+    out = run_client(check, data, shared=shared).structured_content
     assert (out["files_added"], out["files_unchanged"]) == (1, 1)
     assert [f["path"] for f in out["files_failed"]] == ["broken.pdf"]
     assert out["chunks_total"] == 2

@@ -314,3 +314,40 @@ def test_racing_launches_in_threads_reach_one_service(service_runtime: Path) -> 
         for sock in socks:
             sock.close()
         where.close()
+
+
+def micro_rag(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "micro_rag_mcp.cli.app", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_micro_rag_status_and_search_use_the_running_service(tmp_path: Path) -> None:
+    data = folder(tmp_path, "docs", "# Birds\n\nThe cassowary is shy.\n")
+
+    async def main() -> tuple[Any, Any]:
+        async with (
+            Client(stdio_params(data, title="Birds")) as a,
+            Client(stdio_params(data, title="Zoo")) as b,
+        ):
+            await wait_complete(a)
+            await wait_complete(b)
+            status = await anyio.to_thread.run_sync(micro_rag, "status", str(data), "--json")
+            found = await anyio.to_thread.run_sync(
+                micro_rag, "search", str(data), "cassowary", "-v"
+            )
+            return status, found
+
+    status, found = anyio.run(main)
+    assert status.returncode == 0, status.stderr
+    assert sorted(s["title"] for s in json.loads(status.stdout)["sessions"]) == ["Birds", "Zoo"]
+    assert found.returncode == 0 and "notes.md" in found.stdout, found.stderr
+    assert "answered by the running service" in found.stderr
+    after = micro_rag("status", str(data), "--json")  # no service now: the index itself
+    assert after.returncode == 0 and json.loads(after.stdout)["sessions"] == []
+    alone = micro_rag("search", str(data), "cassowary", "-v")
+    assert "notes.md" in alone.stdout and "answered by the running" not in alone.stderr

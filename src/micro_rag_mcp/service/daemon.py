@@ -19,7 +19,6 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -31,6 +30,7 @@ from micro_rag_mcp.core.errors import ConfigError
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.service.indexes import Indexes, SessionInfo
+from micro_rag_mcp.service.queries import answer
 from micro_rag_mcp.service.runtime import PID, SOCKET, ServiceDir
 from micro_rag_mcp.service.session import read_line, run_session
 
@@ -135,10 +135,9 @@ class Service:
         except (TimeoutError, anyio.EndOfStream, ValueError, anyio.DelimiterNotFound):
             logger.info("a connection sent no hello")
             return
-        if "sessions" in hello:
-            sessions = self.indexes.sessions(Path(hello["sessions"]))
-            rows = [{"title": s.title, "pid": s.pid, "since": s.since} for s in sessions]
-            await stream.send(json.dumps({"sessions": rows}).encode() + b"\n")
+        if "argv" not in hello:  # a question from ``micro-rag``, not a session
+            reply = await anyio.to_thread.run_sync(answer, self.indexes, hello)
+            await stream.send(json.dumps(reply).encode() + b"\n")
             return
         try:
             settings = self.parse(hello["argv"], bool(hello.get("given")))

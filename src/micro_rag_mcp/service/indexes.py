@@ -100,14 +100,14 @@ class Index:
         )
         self.sessions: dict[int, SessionInfo] = {}
         self._lock = threading.Lock()
-        self._started = False
+        self.started = False
 
     def open(self) -> Store:
         """The engine, started at the first session's first need."""
         with self._lock:
-            if not self._started:
+            if not self.started:
                 self.store.start()
-                self._started = True
+                self.started = True
         return self.store
 
     def stop(self) -> None:
@@ -149,6 +149,12 @@ class Indexes:
         with self._lock:
             index = self._by_folder.get(index_folder)
             return list(index.sessions.values()) if index is not None else []
+
+    def running(self, index_folder: Path) -> Store | None:
+        """The engine of ``index_folder`` if a session has started it, else None."""
+        with self._lock:
+            index = self._by_folder.get(index_folder)
+        return index.store if index is not None and index.started else None
 
     @property
     def count(self) -> int:

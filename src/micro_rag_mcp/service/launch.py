@@ -161,15 +161,21 @@ def _read_line(sock: socket.socket, timeout: float) -> bytes | None:
     return bytes(line) if byte == b"\n" else None
 
 
-def ask_sessions(where: ServiceDir, index_folder: str) -> list[dict[str, Any]] | None:
-    """The sessions the running service serves on ``index_folder``; None if none runs."""
+def ask(where: ServiceDir, request: dict[str, Any], timeout: float = 60.0) -> dict[str, Any] | None:
+    """The running service's answer to ``request`` (``queries``); None if none runs."""
     sock = try_connect(where)
     if sock is None:
         return None
     with sock:
-        sock.sendall(json.dumps({"sessions": index_folder}).encode() + b"\n")
-        answer = _read_line(sock, 10.0)
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        answer = _read_line(sock, timeout)
     if answer is None:
         return None
-    rows: list[dict[str, Any]] = json.loads(answer)["sessions"]
-    return rows
+    reply: dict[str, Any] = json.loads(answer)
+    return reply
+
+
+def ask_sessions(where: ServiceDir, index_folder: str) -> list[dict[str, Any]] | None:
+    """The sessions the running service serves on ``index_folder``; None if none runs."""
+    reply = ask(where, {"sessions": index_folder}, 10.0)
+    return None if reply is None else list(reply["sessions"])

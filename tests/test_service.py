@@ -351,3 +351,42 @@ def test_micro_rag_status_and_search_use_the_running_service(tmp_path: Path) -> 
     assert after.returncode == 0 and json.loads(after.stdout)["sessions"] == []
     alone = micro_rag("search", str(data), "cassowary", "-v")
     assert "notes.md" in alone.stdout and "answered by the running" not in alone.stderr
+
+
+def test_a_request_in_flight_when_the_service_dies_gets_an_error_to_send_it_again(
+    tmp_path: Path, service_runtime: Path
+) -> None:
+    data = tmp_path / "docs"
+    data.mkdir()
+    for i in range(30):  # a forced pass over these takes a while: the kill lands inside it
+        text = "\n\n".join(f"Report {i}, paragraph {p}, on glaciers and fjords." for p in range(20))
+        (data / f"report{i:02d}.txt").write_text(text)
+    server = RawServer(data)
+    server.wait_searchable("glaciers", idle=True)
+    first = service_pid(service_runtime)
+    assert first is not None
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "long",
+            "method": "tools/call",
+            "params": {"name": "reindex", "arguments": {"force": True}},
+        }
+    )
+    os.kill(first, signal.SIGKILL)
+    answer = server.read_one()
+    assert answer["id"] == "long" and "send the request again" in answer["error"]["message"]
+    server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "after",
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "fjords"}},
+        }
+    )
+    after = server.read_one()
+    assert after["id"] == "after" and not after["result"].get("isError"), after
+    assert service_pid(service_runtime) not in (None, first)
+    assert server.proc.stdin is not None
+    server.proc.stdin.close()
+    assert server.exited_within(60) == 0

@@ -25,6 +25,8 @@ def service_options(environ: Mapping[str, str]) -> ServiceOptions | None:
 
     if environ.get("MICRO_RAG_STANDALONE", "") not in ("", "0"):
         return None
+    if not sys.platform.startswith("linux"):  # the peer check and the socket path need Linux
+        return None
     grace = environ.get("MICRO_RAG_SERVICE_GRACE", "")
     try:
         grace_s = float(grace) if grace else DEFAULT_GRACE_S

@@ -41,6 +41,9 @@ class Forwarder:
         self._conn = first
         self._reconnect = reconnect
         self._lock = threading.Lock()  # guards the connection, the handshake, in-flight ids
+        # Held while a line goes to the service, taken before ``_lock`` (which the send
+        # does not hold): answers keep flowing while a send waits for the service to read.
+        self._sending = threading.Lock()
         self._initialize: dict[str, object] | None = None
         self._initialized: bytes | None = None
         self._in_flight: dict[str, object] = {}  # json of an id -> the id
@@ -69,11 +72,13 @@ class Forwarder:
 
     def _send_up(self, line: bytes) -> None:
         message = _parse(line)
-        with self._lock:
-            if message is not None:
-                self._note(message, line)
+        with self._sending:  # never waited for by ``_down`` but to recover
+            with self._lock:
+                if message is not None:
+                    self._note(message, line)
+                conn = self._conn
             try:
-                self._conn.sendall(line + b"\n")
+                conn.sendall(line + b"\n")
             except OSError as e:  # the service is gone: ``_down`` answers and reconnects
                 logger.debug("service connection lost while sending: %s", e)
 
@@ -114,7 +119,7 @@ class Forwarder:
         """The service is gone: answer what was in flight, connect again, replay the
         handshake; False if no service can be had (the session ends)."""
         logger.warning("the service's connection ended: reconnecting")
-        with self._lock:
+        with self._sending, self._lock:
             for request_id in self._in_flight.values():
                 error = {"code": SERVICE_GONE, "message": GONE_MESSAGE}
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": error}

@@ -82,6 +82,13 @@ def service_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture
+def standalone(monkeypatch: pytest.MonkeyPatch, service_runtime: Path) -> None:
+    """Launches serve in one process whatever the suite's mode: for tests of that process
+    itself (its log on stderr, its signals, its memory, two of them side by side)."""
+    monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+
+
 @pytest.fixture(params=["standalone", "service"])
 def launch_mode(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, service_runtime: Path

@@ -390,3 +390,14 @@ def test_a_request_in_flight_when_the_service_dies_gets_an_error_to_send_it_agai
     assert server.proc.stdin is not None
     server.proc.stdin.close()
     assert server.exited_within(60) == 0
+
+
+def test_a_launch_imports_nothing_heavy_before_it_relays() -> None:
+    code = (
+        "import sys, micro_rag_mcp.service.entry, micro_rag_mcp.service.client;"
+        "import micro_rag_mcp.service.forward, micro_rag_mcp.serve.stdio;"
+        "heavy = {'numpy', 'pydantic', 'mcp', 'faiss', 'onnxruntime', 'tokenizers', 'sqlite3'};"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]", out.stderr

@@ -25,6 +25,9 @@ from micro_rag_mcp.model.embedder import DIMENSION
 from tests.docfactory import make_text
 from tests.mcpkit import stdio_params
 
+# About the server's own process (its log, its signals, two side by side): standalone.
+pytestmark = pytest.mark.usefixtures("standalone")
+
 CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 

@@ -9,10 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
 from micro_rag_mcp.core.fsutil import lock_is_held, read_progress
 from tests.mcpkit import stdio_params, wait_complete
+
+# About the server's own process (its log, its signals, two side by side): standalone.
+pytestmark = pytest.mark.usefixtures("standalone")
 
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]
 

@@ -157,6 +157,9 @@ class Service:
             server = build_server(settings, unused, shared=handle)
             await run_session(server, stream, reader)
         finally:
+            # The launch may end now; an engine no session needs stops after (its pass
+            # stops at its next step, which may take a while).
+            await stream.aclose()
             await anyio.to_thread.run_sync(handle.stop)
 
 

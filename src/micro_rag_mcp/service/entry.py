@@ -52,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if options is not None:
         standalone.configure_logging(args.verbose)
+        standalone.greet_a_person(settings)
         from micro_rag_mcp.service.client import serve_via_service
 
         given = args.index_folder is not None

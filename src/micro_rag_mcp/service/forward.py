@@ -19,8 +19,11 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
+
+from micro_rag_mcp.serve.relay import END_GRACE_S
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +34,7 @@ GONE_MESSAGE = (
 )
 REPLAY_ID = "micro-rag-replayed-initialize"
 _CHUNK = 1 << 16
+POLL_S = 0.05
 
 
 class Forwarder:
@@ -49,13 +53,36 @@ class Forwarder:
         self._in_flight: dict[str, object] = {}  # json of an id -> the id
         self._swallow: str | None = None  # the replayed initialize's answer is ours
         self._input_ended = threading.Event()
+        self._input_ended_at: float | None = None
+        self._ended = threading.Event()  # the service ended the session (or is gone for good)
         self.restarts = 0
 
     async def run_stdio_async(self) -> None:
-        import anyio.to_thread
+        """Forward until the service ends the session, or until ``END_GRACE_S`` after the
+        client's input ended (answers still running in the service are not waited for,
+        as a standalone server does not wait for them)."""
+        import anyio
 
         threading.Thread(target=self._up, name="micro-rag-to-service", daemon=True).start()
-        await anyio.to_thread.run_sync(self._down, abandon_on_cancel=True)
+        threading.Thread(
+            target=self._down_to_end, name="micro-rag-from-service", daemon=True
+        ).start()
+        while not self._ended.is_set():
+            ended_at = self._input_ended_at
+            if ended_at is not None and time.monotonic() - ended_at > END_GRACE_S:
+                logger.info(
+                    "the service had not ended the session %g s after the input", END_GRACE_S
+                )
+                break
+            await anyio.sleep(POLL_S)
+        with self._lock, contextlib.suppress(OSError):
+            self._conn.shutdown(socket.SHUT_RDWR)  # the service drops what it still answers
+
+    def _down_to_end(self) -> None:
+        try:
+            self._down()
+        finally:
+            self._ended.set()
 
     # -- client to service -------------------------------------------------------------
 
@@ -66,6 +93,7 @@ class Forwarder:
         except OSError as e:
             logger.debug("client input ended: %s", e)
         finally:
+            self._input_ended_at = time.monotonic()
             self._input_ended.set()
             with self._lock:
                 _shut_write(self._conn)

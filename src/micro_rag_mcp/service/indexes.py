@@ -101,6 +101,9 @@ class Index:
         self.sessions: dict[int, SessionInfo] = {}
         self._lock = threading.Lock()
         self.started = False
+        self.stopping = False  # no session attaches to it any more
+        self._stop_lock = threading.Lock()
+        self._stopped = False
 
     def open(self) -> Store:
         """The engine, started at the first session's first need."""
@@ -111,9 +114,14 @@ class Index:
         return self.store
 
     def stop(self) -> None:
-        self.jobs.close()
-        self.store.stop()
-        self.jobs.join(60.0)
+        """Stop the engine once; a second caller waits for the first one's stop."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self.jobs.close()
+            self.store.stop()
+            self.jobs.join(60.0)
+            self._stopped = True
 
 
 class Indexes:
@@ -132,7 +140,7 @@ class Indexes:
         index is served with settings that build it otherwise."""
         with self._lock:
             index = self._by_folder.get(settings.index_folder)
-            if index is None:
+            if index is None or index.stopping:  # a stopping engine finishes alone
                 loader = self.models.loader(settings)
                 store = self._open_store(settings, loader)
                 index = Index(settings, store)
@@ -166,21 +174,24 @@ class Indexes:
             index.sessions.pop(key, None)
             if index.sessions:
                 return
-        if self.linger_s <= 0:
-            self._idle(index)
-            return
+        # Never in the caller's thread: a session's end must not wait for a pass to stop.
         timer = threading.Timer(self.linger_s, self._idle, (index,))
         timer.daemon = True
         timer.start()
 
     def _idle(self, index: Index) -> None:
-        """Stop ``index`` if no session came back to it."""
+        """Stop ``index`` if no session came back to it; it leaves the table once stopped
+        (``stop_all`` finds it there meanwhile, and waits for it too)."""
+        folder = index.settings.index_folder
         with self._lock:
-            if index.sessions or self._by_folder.get(index.settings.index_folder) is not index:
+            if index.sessions or index.stopping or self._by_folder.get(folder) is not index:
                 return
-            del self._by_folder[index.settings.index_folder]
-        logger.info("no session uses %s: stopping its engine", index.settings.index_folder)
+            index.stopping = True
+        logger.info("no session uses %s: stopping its engine", folder)
         index.stop()
+        with self._lock:
+            if self._by_folder.get(folder) is index:
+                del self._by_folder[folder]
         self.models.leave(index.settings.model_precision)
 
     def stop_all(self) -> None:

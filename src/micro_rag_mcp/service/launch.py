@@ -115,7 +115,7 @@ def connect(where: ServiceDir, service_args: Sequence[str]) -> socket.socket:
             if time.monotonic() > deadline:
                 raise ServiceUnavailable(f"the service did not listen within {START_WITHIN_S} s")
             time.sleep(POLL_S)
-        logger.info("started the service (process %d)", process.pid)
+        logger.debug("started the service (process %d)", process.pid)
         return sock
 
 

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import shutil
 import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +13,7 @@ import pytest
 from micro_rag_mcp.local.engine import Engine
 from tests import lanes
 from tests.fakes import FakeEmbedder
+from tests.servicekit import stop_service
 from tests.settingskit import make_settings
 
 if TYPE_CHECKING:
@@ -46,6 +50,48 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
 # which exec resets to the default in the servers and commands the tests start.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# Launches serve in one process unless MICRO_RAG_TEST_MODE=service: then every launch a
+# test makes goes through the service (the whole suite in the service's mode).
+SERVICE_MODE = os.environ.get("MICRO_RAG_TEST_MODE", "standalone") == "service"
+
+
+@pytest.fixture(autouse=True)
+def service_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This test's own runtime directory for the service (parallel workers never share
+    one), a service that exits as its last session ends, and the launch mode of the run;
+    any service still running at the end is stopped."""
+    root = Path(tempfile.mkdtemp(prefix="mrr-"))  # short: a socket's path is limited
+    monkeypatch.setenv("MICRO_RAG_RUNTIME_DIR", str(root))
+    monkeypatch.setenv("MICRO_RAG_SERVICE_GRACE", "0")
+    if SERVICE_MODE:
+        monkeypatch.delenv("MICRO_RAG_STANDALONE", raising=False)
+    else:
+        monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+    yield root
+    for pid_file in root.glob("*/service.pid"):
+        stop_service(int(pid_file.read_text()))
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def standalone(monkeypatch: pytest.MonkeyPatch, service_runtime: Path) -> None:
+    """Launches serve in one process whatever the suite's mode: for tests of that process
+    itself (its log on stderr, its signals, its memory, two of them side by side)."""
+    monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+
+
+@pytest.fixture(params=["standalone", "service"])
+def launch_mode(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, service_runtime: Path
+) -> str:
+    """Run a spine test both ways: each launch in one process, and through the service."""
+    if request.param == "service":
+        monkeypatch.delenv("MICRO_RAG_STANDALONE", raising=False)
+    else:
+        monkeypatch.setenv("MICRO_RAG_STANDALONE", "1")
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")

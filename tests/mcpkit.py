@@ -19,6 +19,8 @@ from mcp.server.runner import serve_dual_era_loop
 from mcp.shared.memory import create_client_server_memory_streams
 
 from micro_rag_mcp.serve.server import build_server
+from micro_rag_mcp.service.indexes import Indexes, SessionInfo, SharedModels
+from micro_rag_mcp.store import open_store
 from tests.fakes import FakeEmbedder
 from tests.settingskit import make_settings
 from tests.waiting import DEADLINE_S, until
@@ -79,18 +81,29 @@ def run_client(
     fn: Callable[[Client], Awaitable[Any]],
     data: Path,
     client_options: dict[str, Any] | None = None,
+    *,
+    shared: bool = False,
     **settings: Any,
 ) -> Any:
     """``fn(client)`` against a server for ``data`` (fake embedder), once it is idle;
-    ``client_options`` go to the SDK's ``Client``."""
+    ``client_options`` go to the SDK's ``Client``. ``shared``: a session of the service,
+    on an engine it would share with other sessions on the folder."""
     config = make_settings(data, **settings)
+    indexes = Indexes(
+        lambda s, load: open_store(s, load), SharedModels(lambda s: FakeEmbedder()), 0
+    )
 
     async def main() -> Any:
-        async with Client(build_server(config, FakeEmbedder), **(client_options or {})) as client:
+        handle = indexes.attach(config, SessionInfo("test", os.getpid())) if shared else None
+        server = build_server(config, FakeEmbedder, shared=handle)
+        async with Client(server, **(client_options or {})) as client:
             await wait_idle(client)
             return await fn(client)
 
-    return anyio.run(main)
+    try:
+        return anyio.run(main)
+    finally:
+        indexes.stop_all()
 
 
 @asynccontextmanager

@@ -27,8 +27,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "store": {"core", "text", "ingest", "model", "search", "local", "milvus"},
     "options": {"core", "ingest", "milvus"},
     "serve": {"core", "text", "ingest", "model", "search", "store", "options"},
-    "cli": {"core", "text", "ingest", "model", "search", "store", "options", "serve"},
-    "__main__": {"serve"},
+    "service": {"core", "text", "ingest", "model", "search", "store", "options", "serve"},
+    "cli": {"core", "text", "ingest", "model", "search", "store", "options", "serve", "service"},
+    "__main__": {"service"},
 }
 
 

@@ -69,7 +69,9 @@ def mixed_folder(tmp_path: Path) -> Path:
     return data
 
 
-def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> None:
+def test_search_and_reindex_over_stdio_follow_the_folder(
+    mixed_folder: Path, launch_mode: str
+) -> None:
     data = mixed_folder
 
     async def main() -> None:
@@ -109,7 +111,9 @@ def test_search_and_reindex_over_stdio_follow_the_folder(mixed_folder: Path) -> 
     anyio.run(main)
 
 
-def test_the_server_writes_nothing_outside_its_index_folder(tmp_path: Path) -> None:
+def test_the_server_writes_nothing_outside_its_index_folder(
+    tmp_path: Path, launch_mode: str
+) -> None:
     data, home, tmp = tmp_path / "docs", tmp_path / "home", tmp_path / "tmp"
     for folder in (data, home, tmp):
         folder.mkdir()
@@ -154,7 +158,9 @@ async def read_over_stdio(client: Client, hit: dict[str, Any]) -> None:
     assert outside.is_error and "outside the data folder" in outside.content[0].text
 
 
-def test_server_discover_era_and_restart_reuse_the_index(mixed_folder: Path) -> None:
+def test_server_discover_era_and_restart_reuse_the_index(
+    mixed_folder: Path, launch_mode: str
+) -> None:
     async def first() -> None:
         async with Client(stdio_params(mixed_folder)) as client:
             await wait_complete(client)
@@ -243,7 +249,7 @@ def test_importing_the_server_loads_no_heavy_library() -> None:
     assert out.stdout.strip() == "[]", out.stderr
 
 
-def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path) -> None:
+def test_the_multi_instance_example_runs_side_by_side(tmp_path: Path, launch_mode: str) -> None:
     """The design's example: two processes, two folders, the same title, separate indexes."""
     alpha, beta = tmp_path / "teamA", tmp_path / "teamB"
     alpha.mkdir()

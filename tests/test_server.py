@@ -20,7 +20,10 @@ from tests.settingskit import make_settings
 from tests.waiting import until
 
 
-def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_tools_are_listed_with_bounds_output_schema_and_annotations(
+    data: Path, shared: bool
+) -> None:
     async def check(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == {"search", "reindex", "read"}
@@ -36,7 +39,7 @@ def test_tools_are_listed_with_bounds_output_schema_and_annotations(data: Path) 
         assert tools["search"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert "files_failed" in tools["reindex"].output_schema["properties"]  # type: ignore[index]
 
-    run_client(check, data)
+    run_client(check, data, shared=shared)
 
 
 def test_instructions_are_passed_verbatim(data: Path) -> None:
@@ -183,14 +186,15 @@ def test_numbers_and_lists_sent_as_strings_are_taken_where_their_meaning_is_plai
     assert bad_list.is_error and "file_types must be a list of strings" in bad_list.content[0].text
 
 
-def test_search_returns_cited_results_and_index_state(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_search_returns_cited_results_and_index_state(data: Path, shared: bool) -> None:
     (data / "zeppelin.md").write_text("# Airships\n\nThe Hindenburg burned at Lakehurst.\n")
     (data / "fruit.txt").write_text("Apples and pears.")
 
     async def check(client: Client) -> Any:
         return await client.call_tool("search", {"query": "Hindenburg", "score_threshold": 0.0})
 
-    result = run_client(check, data)
+    result = run_client(check, data, shared=shared)
     out = result.structured_content
     top = out["results"][0]
     assert top["path"] == "zeppelin.md" and top["ext"] == ".md"
@@ -204,7 +208,8 @@ def test_search_returns_cited_results_and_index_state(data: Path) -> None:
     assert relevance == sorted(relevance, reverse=True) and 0 < relevance[0] <= 1
 
 
-def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
+@pytest.mark.parametrize("shared", [False, True], ids=["alone", "shared"])
+def test_reindex_reports_counts_failures_and_progress(data: Path, shared: bool) -> None:
     (data / "a.txt").write_text("alpha")
     updates: list[tuple[float, float | None, str | None]] = []
 
@@ -216,7 +221,7 @@ def test_reindex_reports_counts_failures_and_progress(data: Path) -> None:
         (data / "broken.pdf").write_bytes(b"%PDF-1.4 garbage")
         return await client.call_tool("reindex", {}, progress_callback=progress)
 
-    out = run_client(check, data).structured_content
+    out = run_client(check, data, shared=shared).structured_content
     assert (out["files_added"], out["files_unchanged"]) == (1, 1)
     assert [f["path"] for f in out["files_failed"]] == ["broken.pdf"]
     assert out["chunks_total"] == 2
@@ -296,26 +301,33 @@ def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> No
     assert out["files_unchanged"] == 5 and out["chunks_embedded"] == 0  # all done at start-up
 
 
-def test_reindex_while_another_process_holds_the_lock_is_busy(data: Path) -> None:
+def test_reindex_while_another_process_holds_the_lock_waits_for_it(data: Path) -> None:
+    (data / "a.md").write_text("# A\n\nAlpha.\n")
     holder = hold_lock(data / "index" / "index.lock")
+    settings = make_settings(data)
+
+    async def main() -> tuple[Any, Any]:
+        server = build_server(settings, FakeEmbedder, answer_within_s=1.0)
+        async with Client(server) as client:
+            waiting = await client.call_tool("reindex", {})
+            holder.kill()
+            holder.communicate()
+            with anyio.fail_after(30):
+                while True:
+                    done = await client.call_tool("reindex", {})
+                    if not done.is_error and not done.structured_content["running"]:  # type: ignore[index]
+                        return waiting, done
+                    await anyio.sleep(0.05)
+
     try:
-
-        async def check(client: Client) -> Any:
-            return await client.call_tool("reindex", {})
-
-        settings = make_settings(data)
-
-        async def main() -> Any:
-            async with Client(build_server(settings, FakeEmbedder)) as client:
-                return await check(client)
-
-        result = anyio.run(main)
+        waiting, done = anyio.run(main)
     finally:
         holder.kill()
         holder.communicate()
-    assert result.is_error
-    text = result.content[0].text
-    assert "already running" in text and "reading 3/7" in text
+    assert not waiting.is_error, waiting.content
+    out = waiting.structured_content
+    assert out["running"] and out["waiting_for"] == "other process's"
+    assert done.structured_content["files_added"] == 1  # its own pass, once the other ended
     # The kernel released the killed holder's lock: the next reindex runs.
     lock = WriterLock(data / "index" / "index.lock")
     lock.acquire()

@@ -25,7 +25,8 @@ from tests.docfactory import make_text
 from tests.mcpkit import stdio_params
 from tests.waiting import eventually
 
-pytestmark = pytest.mark.slow
+# About the server's own process (its log, its signals, two side by side): standalone.
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("standalone")]
 
 CLIENT_INFO = {"name": "test", "version": "0"}
 TOPICS = ["volcano", "glacier", "desert", "rainforest", "coral", "tundra", "savanna", "canyon"]

@@ -1,3 +1,3 @@
-from micro_rag_mcp.serve.main import main
+from micro_rag_mcp.service.entry import main
 
 raise SystemExit(main())

@@ -37,6 +37,7 @@ from micro_rag_mcp.store import Store, check_folder, holds_index, open_store, re
 if TYPE_CHECKING:
     from micro_rag_mcp.cli.output import IndexDisplay, Screens
     from micro_rag_mcp.core.results import ReindexReport
+    from micro_rag_mcp.serve.tool_results import SearchResult
 
 WAIT_POLL_S = 0.5
 STOP_WAIT_S = 60.0  # the longest an ending command waits for the model's load to end
@@ -251,9 +252,11 @@ def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
     scope = parse_scope(
         args.path_glob, args.modified_after, args.modified_before, args.file_types, flags
     )
-    engine = _reader_engine(args)
-    engine.load_model(timeout=300.0)
-    result = search_result(engine.search(args.query, args.top_k, args.threshold, scope))
+    result = _search_in_service(args)
+    if result is None:
+        engine = _reader_engine(args)
+        engine.load_model(timeout=300.0)
+        result = search_result(engine.search(args.query, args.top_k, args.threshold, scope))
     if args.json:
         screens.json(wire(result))
     else:
@@ -266,16 +269,42 @@ def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.model.embedder import find_model_dir
 
     summary = _reader_engine(args).status()
+    sessions = _sessions_in_service(args)
     try:
         find_model_dir()
         model = "installed"
     except ModelUnavailable as e:
         model = f"unavailable: {e}"
     if args.json:
-        screens.json(screens.status_json(summary, model))
+        screens.json({**screens.status_json(summary, model), "sessions": sessions})
     else:
         screens.status(summary, model)
+        titles = ", ".join(str(s["title"]) for s in sessions)
+        screens.out.print(
+            f"sessions  {len(sessions)} served by the service" + (f": {titles}" if titles else "")
+        )
     return 0
+
+
+def _sessions_in_service(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from micro_rag_mcp.cli.via_service import attached_sessions
+
+    if args.store is not None:
+        return []
+    return attached_sessions(_folders(args)[1])
+
+
+def _search_in_service(args: argparse.Namespace) -> SearchResult | None:
+    """The search, answered by the service's engine if it serves this index."""
+    from micro_rag_mcp.cli.via_service import search_in_service
+    from micro_rag_mcp.serve.tool_results import SearchResult
+
+    if args.store is not None:
+        return None
+    scope = [args.path_glob, args.modified_after, args.modified_before, args.file_types]
+    index = _folders(args)[1]
+    found = search_in_service(index, args.query, args.top_k, args.threshold, scope)
+    return SearchResult.model_validate(found) if found is not None else None
 
 
 def cmd_read(args: argparse.Namespace, screens: Screens) -> int:

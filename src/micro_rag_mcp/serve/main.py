@@ -20,7 +20,6 @@ from micro_rag_mcp.core.settings import (
     DEFAULT_POLL_S,
     Settings,
 )
-from micro_rag_mcp.model.handle import model_loader
 from micro_rag_mcp.options import (
     OneLineParser,
     add_store_arguments,
@@ -29,7 +28,6 @@ from micro_rag_mcp.options import (
     parse_exts,
     store_from_args,
 )
-from micro_rag_mcp.store import prepare
 
 logger = logging.getLogger("micro_rag_mcp")
 
@@ -103,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default: {DEFAULT_POLL_S:g}).",
     )
     add_store_arguments(p)
+    p.add_argument(
+        "--standalone",
+        action="store_true",
+        help="Serve in this process alone, not through the user's shared service "
+        "(also: MICRO_RAG_STANDALONE=1).",
+    )
     p.add_argument(
         "-v",
         "--verbose",
@@ -186,6 +190,10 @@ def installed_command(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Serve in this process alone (``service.entry`` decides whether a launch does)."""
+    from micro_rag_mcp.model.handle import model_loader
+    from micro_rag_mcp.store import prepare
+
     args = build_parser().parse_args(argv)
     try:
         settings = settings_from_args(args)

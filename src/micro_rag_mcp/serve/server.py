@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 import anyio.to_thread
@@ -30,13 +30,23 @@ from micro_rag_mcp.serve.jobs import (
 from micro_rag_mcp.serve.opening import UNGREETED_S, Later, StartAfterHandshake
 from micro_rag_mcp.serve.resources import Documents
 from micro_rag_mcp.serve.tools import Serving, tools
-from micro_rag_mcp.store import open_store
+from micro_rag_mcp.serve.waiting import reindex_waiting
+from micro_rag_mcp.store import Store, open_store
 
 if TYPE_CHECKING:
     from micro_rag_mcp.model.embedder import Embedder
 
 
 logger = logging.getLogger(__name__)
+
+
+class SharedIndex(Protocol):
+    """An index that sessions of one service share (``service.indexes``): each session
+    opens its own handle on the one engine, and all queue their passes in one ``jobs``."""
+
+    @property
+    def jobs(self) -> ReindexJobs: ...
+    def open(self) -> Store: ...
 
 
 def build_server(
@@ -46,32 +56,38 @@ def build_server(
     *,
     folder: Path | None = None,
     answer_within_s: float = ANSWER_WITHIN_S,
+    shared: SharedIndex | None = None,
 ) -> MCPServer[Serving]:
     """The MCP server for one folder (or the shared ``store``, indexing ``folder`` if
     given); nothing starts until a client connects. A ``reindex`` call answers within
-    ``answer_within_s`` seconds, its pass going on if it has not ended (``jobs``)."""
+    ``answer_within_s`` seconds, its pass going on if it has not ended (``jobs``).
+    With ``shared``, a session of the service on an index other sessions use too."""
     bus = InMemorySubscriptionBus()
     documents = Documents(bus)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Serving]) -> AsyncIterator[Serving]:
-        later = Later(
-            lambda: open_store(settings, load_embedder, store, folder=folder), documents.opening
-        )
-        jobs = ReindexJobs(
-            lambda force, glob, progress: later.store().reindex(
-                force=force, path_glob=glob, progress=progress
+        if shared is None:
+            later = Later(
+                lambda: open_store(settings, load_embedder, store, folder=folder),
+                documents.opening,
             )
-        )
+            jobs = ReindexJobs(
+                lambda force, glob, progress: reindex_waiting(later.store, force, glob, progress)
+            )
+        else:
+            later, jobs = Later(shared.open, documents.opening), shared.jobs
         later.open_after(UNGREETED_S)
         try:
             async with documents.serving(later):
                 yield Serving(later, jobs, settings.exts, answer_within_s)
         finally:
             with anyio.CancelScope(shield=True):
-                jobs.close()
+                if shared is None:
+                    jobs.close()
                 await anyio.to_thread.run_sync(later.stop)  # a pass stops at its next step
-                await anyio.to_thread.run_sync(jobs.join, 60.0)
+                if shared is None:
+                    await anyio.to_thread.run_sync(jobs.join, 60.0)
 
     server = MCPServer(
         name=settings.title,

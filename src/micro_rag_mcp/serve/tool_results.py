@@ -193,7 +193,8 @@ class ReindexResult(BaseModel):
         default=None,
         description="While running: 'start-up', 'refresh' or 'reindex' (another request) "
         "when this pass waits for that one to end before it begins (a plain reindex may be "
-        "answered by it); phase, done and total are then that pass's. Null otherwise.",
+        "answered by it); phase, done and total are then that pass's; \"other process's\" "
+        "while another process writes the index (its counts unknown here). Null otherwise.",
     )
     files_added: int | None = Field(description="Files indexed for the first time" + _WHEN_ENDED)
     files_updated: int | None = Field(description="Files whose text changed" + _WHEN_ENDED)

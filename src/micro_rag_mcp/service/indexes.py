@@ -1,0 +1,219 @@
+"""The indexes and models a service's sessions share.
+
+Sessions on one index folder share one engine (its catalog and vectors in memory, its
+watcher, its writer) and one queue of reindex jobs: a ``reindex`` from any of them joins
+or queues as it would within one server. Engines of different folders share one loaded
+model per precision. An engine outlives its last session by ``linger_s`` (a client that
+restarts finds it warm), then stops; a model goes with the last engine that uses it.
+
+A session whose settings would change how the shared index is built (its chunking,
+precision, file types, exclusions or size limit) is refused with one sentence, never
+served a mix.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from micro_rag_mcp.core.errors import ConfigError
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.serve.jobs import ReindexJobs
+from micro_rag_mcp.serve.waiting import reindex_waiting
+from micro_rag_mcp.service.handle import SessionStore
+from micro_rag_mcp.store import Store
+
+logger = logging.getLogger(__name__)
+
+OpenStore = Callable[[Settings, Callable[[], Embedder]], Store]
+LoadModel = Callable[[Settings], Embedder]
+
+# What must agree between sessions on one index, with the flag that sets it.
+_BUILT_BY = (
+    ("data_folder", "--data-folder"),
+    ("chunk_size", "--chunk-size"),
+    ("chunk_overlap", "--chunk-overlap"),
+    ("model_precision", "--model-precision"),
+    ("exts", "--exts"),
+    ("exclude", "--exclude"),
+    ("max_file_bytes", "--max-file-size"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One attached session, as ``micro-rag status`` lists it."""
+
+    title: str
+    pid: int  # the launch's process
+    since: float = field(default_factory=time.time)
+
+
+class SharedModels:
+    """One loaded model per precision, loaded at the first engine's first need."""
+
+    def __init__(self, load: LoadModel) -> None:
+        self._load = load
+        self._lock = threading.Lock()
+        self._loaded: dict[str, Embedder] = {}
+        self._users: dict[str, int] = {}
+
+    def loader(self, settings: Settings) -> Callable[[], Embedder]:
+        precision = settings.model_precision
+
+        def load() -> Embedder:
+            with self._lock:
+                if precision not in self._loaded:
+                    self._loaded[precision] = self._load(settings)
+                return self._loaded[precision]
+
+        return load
+
+    def use(self, precision: str) -> None:
+        with self._lock:
+            self._users[precision] = self._users.get(precision, 0) + 1
+
+    def leave(self, precision: str) -> None:
+        with self._lock:
+            self._users[precision] -= 1
+            if not self._users[precision]:
+                self._loaded.pop(precision, None)  # freed once its engine is gone
+
+    @property
+    def loaded(self) -> int:
+        return len(self._loaded)
+
+
+class Index:
+    """One engine and its job queue, shared by the sessions attached to it."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.jobs = ReindexJobs(
+            lambda force, glob, progress: reindex_waiting(self.open, force, glob, progress)
+        )
+        self.sessions: dict[int, SessionInfo] = {}
+        self._lock = threading.Lock()
+        self.started = False
+        self.stopping = False  # no session attaches to it any more
+        self._stop_lock = threading.Lock()
+        self._stopped = False
+
+    def open(self) -> Store:
+        """The engine, started at the first session's first need."""
+        with self._lock:
+            if not self.started:
+                self.store.start()
+                self.started = True
+        return self.store
+
+    def stop(self) -> None:
+        """Stop the engine once; a second caller waits for the first one's stop."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self.jobs.close()
+            self.store.stop()
+            self.jobs.join(60.0)
+            self._stopped = True
+
+
+class Indexes:
+    """The service's engines by index folder, with the sessions attached to each."""
+
+    def __init__(self, open_store: OpenStore, models: SharedModels, linger_s: float) -> None:
+        self._open_store = open_store
+        self.models = models
+        self.linger_s = linger_s
+        self._lock = threading.Lock()
+        self._by_folder: dict[Path, Index] = {}
+        self._next = 0
+
+    def attach(self, settings: Settings, info: SessionInfo) -> SessionStore:
+        """A session's handle on the shared index of ``settings``; ConfigError if that
+        index is served with settings that build it otherwise."""
+        with self._lock:
+            index = self._by_folder.get(settings.index_folder)
+            if index is None or index.stopping:  # a stopping engine finishes alone
+                loader = self.models.loader(settings)
+                store = self._open_store(settings, loader)
+                index = Index(settings, store)
+                self._by_folder[settings.index_folder] = index
+                self.models.use(settings.model_precision)
+            else:
+                _check_compatible(index.settings, settings)
+            self._next += 1
+            key = self._next
+            index.sessions[key] = info
+        return SessionStore(index, lambda: self._detach(index, key))
+
+    def sessions(self, index_folder: Path) -> list[SessionInfo]:
+        with self._lock:
+            index = self._by_folder.get(index_folder)
+            return list(index.sessions.values()) if index is not None else []
+
+    def running(self, index_folder: Path) -> Store | None:
+        """The engine of ``index_folder`` if a session has started it, else None."""
+        with self._lock:
+            index = self._by_folder.get(index_folder)
+        return index.store if index is not None and index.started else None
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return len(self._by_folder)
+
+    def _detach(self, index: Index, key: int) -> None:
+        with self._lock:
+            index.sessions.pop(key, None)
+            if index.sessions:
+                return
+        # Never in the caller's thread: a session's end must not wait for a pass to stop.
+        timer = threading.Timer(self.linger_s, self._idle, (index,))
+        timer.daemon = True
+        timer.start()
+
+    def _idle(self, index: Index) -> None:
+        """Stop ``index`` if no session came back to it; it leaves the table once stopped
+        (``stop_all`` finds it there meanwhile, and waits for it too)."""
+        folder = index.settings.index_folder
+        with self._lock:
+            if index.sessions or index.stopping or self._by_folder.get(folder) is not index:
+                return
+            index.stopping = True
+        logger.info("no session uses %s: stopping its engine", folder)
+        index.stop()
+        with self._lock:
+            if self._by_folder.get(folder) is index:
+                del self._by_folder[folder]
+        self.models.leave(index.settings.model_precision)
+
+    def stop_all(self) -> None:
+        with self._lock:
+            indexes = list(self._by_folder.values())
+            self._by_folder.clear()
+        for index in indexes:
+            index.stop()
+
+
+def _check_compatible(served: Settings, asked: Settings) -> None:
+    for name, flag in _BUILT_BY:
+        theirs, ours = getattr(served, name), getattr(asked, name)
+        if theirs != ours:
+            raise ConfigError(
+                f"the index {served.index_folder} is served to another session with other "
+                f"settings ({flag}: {_shown(theirs)}, not {_shown(ours)}); start this one "
+                "with the same flags, or give it its own --index-folder"
+            )
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value)

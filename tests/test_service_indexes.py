@@ -1,0 +1,106 @@
+"""What a service's sessions share: one engine per index, one model per precision."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from micro_rag_mcp.core.errors import ConfigError
+from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.service.indexes import Indexes, SessionInfo, SharedModels
+from micro_rag_mcp.store import Store, open_store
+from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
+from tests.waiting import eventually
+
+
+class Recorded:
+    """Indexes over real engines (fake model) that note every engine and model made."""
+
+    def __init__(self) -> None:
+        self.engines: list[Store] = []
+        self.models: list[str] = []
+        self.indexes = Indexes(self._open, SharedModels(self._load), linger_s=0)
+
+    def _open(self, settings: Settings, load: object) -> Store:
+        store = open_store(settings, load)  # type: ignore[arg-type]
+        self.engines.append(store)
+        return store
+
+    def _load(self, settings: Settings) -> Embedder:
+        self.models.append(settings.model_precision)
+        return FakeEmbedder()
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    made = Recorded()
+    yield made
+    made.indexes.stop_all()
+
+
+def session(title: str) -> SessionInfo:
+    return SessionInfo(title, os.getpid())
+
+
+def folder(tmp_path: Path, name: str) -> Path:
+    data = tmp_path / name
+    data.mkdir()
+    (data / "notes.md").write_text(f"# {name}\n\nThe {name} notes mention a heron.\n")
+    return data
+
+
+def test_sessions_on_one_folder_share_one_engine(tmp_path: Path, recorded: Recorded) -> None:
+    settings = make_settings(folder(tmp_path, "alpha"))
+    first = recorded.indexes.attach(settings, session("A"))
+    second = recorded.indexes.attach(settings, session("B"))
+    assert len(recorded.engines) == 1 and first.jobs is second.jobs
+    first.start()
+    second.start()
+    report = first.reindex()  # after the start-up pass, which it waits for
+    assert report.files_added + report.files_unchanged == 1
+    assert second.search("heron", score_threshold=0.0).hits
+    titles = [s.title for s in recorded.indexes.sessions(settings.index_folder)]
+    assert titles == ["A", "B"]
+    first.stop()
+    assert [s.title for s in recorded.indexes.sessions(settings.index_folder)] == ["B"]
+    assert second.search("heron", score_threshold=0.0).hits  # the engine still serves B
+    second.stop()  # returns at once; the engine stops in the background
+    eventually(lambda: recorded.indexes.count == 0, "the last session took the engine with it")
+
+
+def test_folders_share_one_model_per_precision(tmp_path: Path, recorded: Recorded) -> None:
+    handles = [
+        recorded.indexes.attach(make_settings(folder(tmp_path, name), **extra), session(name))
+        for name, extra in (("a", {}), ("b", {}), ("c", {"model_precision": "int8"}))
+    ]
+    for handle in handles:
+        handle.start()
+        handle.load_model()
+    assert len(recorded.engines) == 3
+    assert sorted(recorded.models) == ["fp32", "int8"]
+
+
+@pytest.mark.parametrize(
+    ("other", "flag"),
+    [
+        ({"chunk_size": 500}, "--chunk-size: 1000, not 500"),
+        ({"model_precision": "int8"}, "--model-precision: fp32, not int8"),
+        ({"exts": (".md",)}, "--exts"),
+        ({"exclude": ("drafts/",)}, "--exclude: none, not drafts/"),
+    ],
+)
+def test_other_settings_on_a_shared_index_are_refused_in_one_sentence(
+    tmp_path: Path, recorded: Recorded, other: dict[str, object], flag: str
+) -> None:
+    data = folder(tmp_path, "alpha")
+    recorded.indexes.attach(make_settings(data), session("A"))
+    with pytest.raises(ConfigError) as refused:
+        recorded.indexes.attach(make_settings(data, **other), session("B"))
+    sentence = str(refused.value)
+    assert flag in sentence and str(data / "index") in sentence and "\n" not in sentence
+    assert [s.title for s in recorded.indexes.sessions(data / "index")] == ["A"]

@@ -84,17 +84,18 @@ def test_searches_during_a_rebuild_answer_from_the_old_index(data: Path) -> None
     index = data / "index"
     set_version(index, "4")
     write(data / "n03.txt", "Note 3 now speaks of pelicans diving for fish.")
+    write(data / "n99.txt", "A note on the egrets, new since the old index was made.")
     eng = engine(data, embedder)
     seen: list[tuple[str, str | int | None, bool]] = []
 
     def search_meanwhile(p: Progress) -> None:
         if p.phase == "reading" and p.done == len(NOTES) // 2:
-            hit = eng.search("heron colony note 3", top_k=1).hits[0]
+            hit = eng.search("heron colony note 3", top_k=1).hits[0]  # vectors loaded too
             seen.append((hit.chunk.text, version_of(index / "catalog.sqlite3"), True))
 
     eng.reindex(progress=search_meanwhile)
     assert seen and "heron" in seen[0][0] and seen[0][1] == 4  # the old index answered
-    assert (index / "catalog.sqlite3").exists()
+    assert eng.state().chunks_with_vectors == len(NOTES) + 1  # the new vectors, at once
     hit = eng.search("pelicans diving for fish", top_k=1).hits[0]
     assert hit.chunk.path == "n03.txt" and "pelicans" in hit.chunk.text
     eng.stop()

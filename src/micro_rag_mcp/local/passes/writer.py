@@ -256,6 +256,7 @@ class Writer:
             catalog.close()
         if rebuilding:
             swap_in(self.paths)
+            self._vectors.forget()
         return done
 
     def _check_chunking(self, catalog: Catalog) -> None:

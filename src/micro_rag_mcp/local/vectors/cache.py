@@ -66,6 +66,11 @@ class VectorCache:
             self._store = self._load(embedder, owner, mapped=False)
             return self._store
 
+    def forget(self) -> None:
+        """Let go of the store held: the files were replaced by another index's."""
+        with self._lock:
+            self._store = None
+
     def for_catalog(
         self, meta: tuple[str | None, str | None], embedder: Embedder, *, writing: bool
     ) -> VectorStore | None:

@@ -204,3 +204,22 @@ def test_a_rebuild_writes_nothing_outside_the_index_folder(data: Path, tmp_path:
     after = {p: s for p, s in files_under(tmp_path).items() if not p.startswith("docs/index")}
     assert after == outside
     assert IndexPaths(data / "index").catalog.exists()
+
+
+def test_a_second_server_searching_the_old_index_sees_the_new_one_after_the_swap(
+    data: Path,
+) -> None:
+    embedder = indexed(data)
+    set_version(data / "index", "4")
+    write(data / "n03.txt", "Note 3 now speaks of pelicans diving for fish.")
+    reader = engine(data, FakeEmbedder())  # searches only: its connections stay open
+    assert reader.search("heron colony note 3", top_k=1).hits[0].chunk.path == "n03.txt"
+    assert all("pelicans" not in h.chunk.text for h in reader.search("pelicans diving").hits)
+    writer = engine(data, embedder)
+    writer.reindex()
+    writer.stop()
+    hit = reader.search("pelicans diving for fish", top_k=1).hits[0]
+    assert hit.chunk.path == "n03.txt" and "pelicans" in hit.chunk.text
+    assert hit.score is not None and hit.score > 0.5  # the vector channel: the new vectors
+    assert reader.state().chunks_with_vectors == len(NOTES)
+    reader.stop()

@@ -46,7 +46,6 @@ from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 logger = logging.getLogger("bench")
 
@@ -218,7 +217,6 @@ def _write_vectors(paths: IndexPaths, size: int) -> None:
     catalog = Catalog.open(paths.catalog)
     try:  # vectors are keyed by their chunk's text, in the order the chunks were stored
         _, stored = catalog.chunks.id_keys()
-        catalog.set_meta("vector_ids", VECTOR_IDS)
     finally:
         catalog.close()
     _, first = np.unique(stored, return_index=True)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog import INDEX_VERSION, Catalog, version_of
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.rebuild import REBUILD
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.text.chunking import chunk_text
 from tests.fakes import FakeEmbedder
@@ -146,6 +147,7 @@ class Verdict:
     ghost_hits: list[str] = field(default_factory=list)
     dangling: int = 0  # vectors without chunks or chunks without vectors after reconcile
     diverged: bool = False
+    unfinished: bool = False  # after the repair: another version, or a rebuild left beside
 
     @property
     def ok(self) -> bool:
@@ -155,6 +157,7 @@ class Verdict:
             and not self.ghost_hits
             and not self.dangling
             and not self.diverged
+            and not self.unfinished
         )
 
 
@@ -185,9 +188,7 @@ def check(folder: Folder) -> Verdict:
     """Everything the properties promise about an index left by a kill."""
     verdict = Verdict()
     index = folder.root / "index"
-    try:
-        Catalog.open(index / "catalog.sqlite3", check=True).close()
-    except Exception:
+    if not _intact(index / "catalog.sqlite3"):  # of this version or the one rebuilt
         verdict.opened = False
         return verdict
     stored = chunks_by_file(index)
@@ -205,6 +206,9 @@ def check(folder: Folder) -> Verdict:
                 verdict.ghost_hits.append(hit.chunk.path)
     # Repair and converge: the next reindex equals a clean build of the same folder.
     eng.reindex()
+    verdict.unfinished = (
+        version_of(index / "catalog.sqlite3") != INDEX_VERSION or (index / REBUILD).exists()
+    )
     verdict.dangling = _dangling(index)
     clean_root = folder.root.parent / f"{folder.root.name}-clean"
     shutil.rmtree(clean_root, ignore_errors=True)
@@ -220,6 +224,19 @@ def check(folder: Folder) -> Verdict:
     ]
     shutil.rmtree(clean_root, ignore_errors=True)
     return verdict
+
+
+def _intact(catalog: Path) -> bool:
+    try:
+        if version_of(catalog) is None:  # killed before it was made: it is made now
+            Catalog.open(catalog, check=True).close()
+        conn = sqlite3.connect(catalog)
+        try:
+            return bool(conn.execute("PRAGMA quick_check").fetchone()[0] == "ok")
+        finally:
+            conn.close()
+    except Exception:
+        return False
 
 
 def _dangling(index: Path) -> int:
@@ -240,6 +257,37 @@ def run_kills(root: Path, instants: int, seed: int) -> tuple[int, int, list[str]
         folder.mutate(rng.randint(5, 40))
         force = rng.random() < 0.5
         if kill_during_reindex(folder, delay=rng.uniform(0.0, 0.6), force=force):
+            killed += 1
+        verdict = check(folder)
+        if not verdict.ok:
+            failures += 1
+            reasons.append(f"instant {i}: {verdict}")
+    return killed, failures, reasons
+
+
+def age(index: Path) -> None:
+    """Make the index look as another release's (same tables, another version)."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'index_version'")
+    conn.commit()
+    conn.close()
+
+
+def run_rebuild_kills(root: Path, instants: int, seed: int) -> tuple[int, int, list[str]]:
+    """Like ``run_kills``, each reindex rebuilding an index of another version (the one
+    left by the check before it, aged): kills land in the rebuild and in its swap."""
+    rng = random.Random(seed)
+    folder = populate(root, seed)
+    first = Engine(settings_for(root), FakeEmbedder)
+    first.load_model()
+    first.reindex()
+    first.stop()
+    killed = failures = 0
+    reasons: list[str] = []
+    for i in range(instants):
+        folder.mutate(rng.randint(5, 40))
+        age(root / "index")
+        if kill_during_reindex(folder, delay=rng.uniform(0.0, 0.6)):
             killed += 1
         verdict = check(folder)
         if not verdict.ok:

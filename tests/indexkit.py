@@ -58,7 +58,8 @@ HOLD_LOCK = """
 import os, sys
 from pathlib import Path
 from micro_rag_mcp.core.fsutil import LockRecord, WriterLock
-path = Path(sys.argv[1]); path.parent.mkdir(parents=True, exist_ok=True)
+from micro_rag_mcp.local.layout import ensure_folder
+path = Path(sys.argv[1]); ensure_folder(path.parent)  # as a pass does before its lock
 lock = WriterLock(path); lock.acquire()
 lock.report(LockRecord(os.getpid(), "reading", 3, 7))
 print("locked", flush=True)

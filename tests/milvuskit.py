@@ -180,7 +180,7 @@ print("done", flush=True)
 
 def run_halting_worker(data: Path, url: str, step: str, n: int, batch: int) -> None:
     """Run the worker until it halts at ``step`` number ``n``, then kill it with SIGKILL."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO / "src"), str(REPO)))}
     log = data.parent / "worker.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(

@@ -15,7 +15,6 @@ from micro_rag_mcp.core.errors import DataFolderGone, IndexWriteError
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.local.watch.changes import Batch
 from tests.fakes import FakeEmbedder, GatedEmbedder
 from tests.indexkit import chunk_keys, vector_ids
@@ -170,44 +169,6 @@ def test_a_forced_pass_stopped_midway_keeps_every_vector_it_started_with(data: P
         assert type(e).__name__ == "Stopped"
     eng.stop()
     assert vector_ids(data / "index") == saved == chunk_keys(data / "index")
-
-
-def test_vectors_of_an_index_keyed_by_chunk_id_are_re_keyed_not_embedded_again(
-    data: Path,
-) -> None:
-    for i in range(5):
-        write(data / f"n{i}.txt", f"Old index note {i} on the ibis colony.")
-    embedder = FakeEmbedder()
-    eng = Engine(make_settings(data), lambda: embedder)
-    eng.load_model()
-    eng.reindex()
-    eng.stop()
-    index = data / "index"
-    _downgrade_to_schema_3(index)
-    before = embedder.embedded
-    eng = Engine(make_settings(data), lambda: embedder)
-    eng.load_model()
-    report = eng.reindex()
-    assert report.chunks_embedded == 0 and embedder.embedded == before
-    assert vector_ids(index) == chunk_keys(index)
-    assert eng.search("ibis colony note 3", top_k=1).hits[0].chunk.path == "n3.txt"
-    eng.stop()
-
-
-def _downgrade_to_schema_3(index: Path) -> None:
-    """Make the index look as the release before vector keys left it."""
-    conn = sqlite3.connect(index / "catalog.sqlite3")
-    key_of = {int(k): int(c) for c, k in conn.execute("SELECT id, vkey FROM chunks")}
-    conn.execute("DROP INDEX chunks_by_key")
-    conn.execute("ALTER TABLE chunks DROP COLUMN vkey")
-    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    conn.execute("DELETE FROM meta WHERE key = 'vector_ids'")
-    conn.commit()
-    conn.close()
-    (index / "version").write_text("3\n")
-    store = VectorStore.load(index / "faiss.index", 64)
-    store.rekey(key_of)  # back to chunk ids
-    store.save()
 
 
 def test_a_refresh_that_cannot_write_keeps_its_changes_and_succeeds_later(data: Path) -> None:

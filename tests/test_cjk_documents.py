@@ -8,7 +8,6 @@ from pathlib import Path
 from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
 from micro_rag_mcp.search.fusion import SearchParams
@@ -76,28 +75,6 @@ def test_each_file_with_cjk_text_has_one_row_of_its_whole_text(engine: Engine, d
     (data / "zh.txt").unlink()
     engine.reindex()
     assert file_rows(data / "index") == {}
-
-
-def test_a_catalog_made_before_the_whole_file_rows_gets_them_when_opened_for_writing(
-    engine: Engine, data: Path
-) -> None:
-    write_case_folder(data)
-    engine.reindex()
-    engine.stop()
-    path = data / "index" / "catalog.sqlite3"
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute("DELETE FROM files_cjk")
-        conn.execute("DELETE FROM meta WHERE key = ?", (FILE_GRAMS_KEY,))
-    conn.close()
-    assert file_rows(data / "index") == {}
-    Catalog.open(path).close()
-    rows = file_rows(data / "index")
-    assert sorted(rows) == sorted(p.name for p in data.glob("*.txt"))
-    held = set(rows["whole.txt"].split())
-    assert all(
-        g in held for i in range(0, 60, 15) for g in query_gram_counts(DESCRIPTION[i : i + 15])
-    )
 
 
 def test_a_query_counts_a_repeated_pair_a_bounded_number_of_times() -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.local.layout import ensure_folder
 from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
 from tests.docfactory import make_pdf
 from tests.indexkit import hold_lock
@@ -371,7 +372,7 @@ def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Pat
     from micro_rag_mcp.local.catalog import Catalog
 
     data = tmp_path / "docs"
-    (data / "index").mkdir(parents=True)
+    ensure_folder(data / "index")  # an index folder of ours (its marker), as a server leaves it
     args = build_parser().parse_args(["index", str(data), "--exclude", "drafts/"])
     settings = _index_settings(args)
     assert settings.exclude == ("drafts/",) and settings.model_precision == "fp32"
@@ -391,7 +392,7 @@ def test_index_follows_the_files_the_index_takes_unless_told_otherwise(tmp_path:
     from micro_rag_mcp.serve.main import settings_from_args
 
     data = tmp_path / "docs"
-    (data / "index").mkdir(parents=True)
+    ensure_folder(data / "index")  # an index folder of ours (its marker), as a server leaves it
     parse = build_parser().parse_args
     fresh = _index_settings(parse(["index", str(data)]))
     assert fresh.exts and fresh.exclude == () and fresh.max_file_bytes == 100 * 1024 * 1024

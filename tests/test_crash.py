@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crashkit import run_kills
+from tests.crashkit import run_kills, run_rebuild_kills
 
 pytestmark = pytest.mark.slow
 
@@ -17,3 +17,11 @@ def test_reindex_killed_at_random_instants_leaves_an_index_that_opens_and_conver
     killed, failures, reasons = run_kills(tmp_path / "docs", instants=15, seed=20261130)
     assert failures == 0, "\n".join(reasons)
     assert killed >= 7, f"only {killed} of 15 runs were killed before finishing"
+
+
+def test_a_rebuild_killed_at_random_instants_leaves_an_index_that_opens_and_converges(
+    tmp_path: Path,
+) -> None:
+    killed, failures, reasons = run_rebuild_kills(tmp_path / "docs", instants=12, seed=20261204)
+    assert failures == 0, "\n".join(reasons)
+    assert killed >= 6, f"only {killed} of 12 runs were killed before finishing"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from micro_rag_mcp.core.errors import ConfigError, IndexWriteError
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.local.layout import IndexPaths, check_index_folder, ensure_folder
+from micro_rag_mcp.local.layout import check_index_folder, ensure_folder
 from tests.fakes import FakeEmbedder
 from tests.settingskit import make_settings
 
@@ -115,24 +114,8 @@ def test_with_the_index_elsewhere_the_notes_in_index_are_indexed(
     check_index_folder(elsewhere, given=True)  # now ours: accepted again
 
 
-def test_an_index_made_before_the_marker_is_recognized_and_gets_it(data: Path) -> None:
-    (data / "a.txt").write_text("Apples grow in the orchard.")
-    engine = Engine(make_settings(data), FakeEmbedder)
-    engine.load_model()
-    engine.reindex()
-    marker = IndexPaths(data / "index").marker
-    assert json.loads(marker.read_text())["format"] == "micro-rag-mcp index"
-    marker.unlink()  # as an index made before markers were written
-    (data / "index" / "version").unlink()  # known by the catalog's own metadata alone
-    check_index_folder(data / "index", given=False)
-    (data / "b.txt").write_text("Bananas are yellow.")
-    assert engine.reindex().files_added == 1
-    engine.stop()
-    assert marker.exists()
-
-
 @pytest.mark.parametrize("given", [False, True])
-def test_a_new_or_empty_folder_or_one_with_only_a_lock_is_accepted(
+def test_a_new_or_empty_folder_is_accepted_and_one_without_our_marker_is_not(
     tmp_path: Path, given: bool
 ) -> None:
     check_index_folder(tmp_path / "new", given=given)
@@ -140,8 +123,6 @@ def test_a_new_or_empty_folder_or_one_with_only_a_lock_is_accepted(
     empty.mkdir()
     check_index_folder(empty, given=given)
     (empty / ".micro-rag-index.json.x1y2.tmp").write_text("{")  # a save a kill interrupted
-    check_index_folder(empty, given=given)
-    (empty / "index.lock").write_text("")  # locked by a server of an earlier version
     check_index_folder(empty, given=given)
     (empty / "catalog.sqlite3").write_text("my own notes, by an unlucky name")
     with pytest.raises(ConfigError, match="--index-folder"):
@@ -155,7 +136,7 @@ def test_the_writer_never_marks_a_folder_of_someone_elses_files(notes: Path) -> 
 
 
 def test_the_index_files_are_as_readable_as_the_catalog(data: Path) -> None:
-    """Files written whole (vectors, marker, version) get the mode the catalog gets.
+    """Files written whole (vectors, marker) get the mode the catalog gets.
 
     The catalog holds the documents' text: a vector file made private while the catalog
     is not protects nothing, and makes an index another account may read half unreadable.
@@ -174,7 +155,7 @@ def test_the_index_files_are_as_readable_as_the_catalog(data: Path) -> None:
         for p in index.iterdir()
         if p.is_file() and not p.name.endswith(".lock")
     }
-    assert {"faiss.index", "micro-rag-index.json", "version"} <= written.keys()
+    assert {"faiss.index", "micro-rag-index.json"} <= written.keys()
     assert written == dict.fromkeys(written, catalog_mode)
 
 

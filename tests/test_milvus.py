@@ -859,16 +859,3 @@ def test_a_store_with_keywords_laid_out_otherwise_is_refused_not_mixed(
     with pytest.raises(StoreMismatch, match="another release"):
         store_engine(folder, config).search("fox")
     assert MilvusIndex(config).count_chunks() == 0
-
-
-def test_a_store_without_shard_keys_is_refused_to_a_worker_and_searched_by_a_server(
-    milvus: MilvusServer, folder: Path
-) -> None:
-    config = milvus.config()
-    engine = store_engine(folder, config)
-    made_before = {k: v for k, v in engine.identity(FakeEmbedder()).items() if k != "files"}
-    MilvusIndex(config).collections.create(FakeEmbedder().dimension, made_before)
-    with pytest.raises(StoreMismatch, match="another release .* files"):
-        engine.reindex()
-    found = store_engine(folder, config).search("fox")  # read, not refused
-    assert found.hits == [] and found.state.chunks_total == 0

@@ -95,21 +95,3 @@ def test_every_passage_of_a_txt_file_is_found_by_its_title(engine: Engine, data:
     assert len(hits) >= 2  # the later passages do not say "albatross"; their title does
     assert all("keyword" in h.channels for h in hits)
     assert titles(data) == {"birds.txt": {"birds — Albatross field report"}}
-
-
-def test_an_index_made_before_reads_its_txt_files_again_once(engine: Engine, data: Path) -> None:
-    (data / "a.txt").write_text("Albatross field report\n\nThey glide for days.\n")
-    (data / "b.md").write_text("# Heron notes\n\nThey stand still.\n")
-    engine.reindex()
-    db = sqlite3.connect(data / "index" / "catalog.sqlite3")
-    with db:  # as a release before titles left it: no record of its readers
-        db.execute("DELETE FROM meta WHERE key = 'readers'")
-        db.execute(  # and the file's name its only title
-            "UPDATE chunks SET title = 'a'"
-            " WHERE file_id = (SELECT id FROM files WHERE path = 'a.txt')"
-        )
-    db.close()
-    again = engine.reindex()
-    assert (again.files_updated, again.files_unchanged) == (1, 1)
-    assert titles(data) == {"a.txt": {"a — Albatross field report"}, "b.md": {"b"}}
-    assert engine.reindex().files_unchanged == 2

@@ -15,7 +15,6 @@ import pytest
 
 from micro_rag_mcp.core.errors import IndexWriteError
 from micro_rag_mcp.core.fsutil import atomic_write_bytes
-from micro_rag_mcp.local.catalog import SCHEMA_VERSION
 from micro_rag_mcp.local.engine import Engine
 from tests.diskkit import fail_listing
 from tests.fakes import FakeEmbedder
@@ -87,17 +86,6 @@ def test_damaged_catalog_is_moved_aside_and_rebuilt(
     if damage != "empty":  # an empty file is a valid empty database to SQLite
         assert list((indexed / "index").glob("catalog.sqlite3.broken-*"))
         assert "moving it aside" in caplog.text
-    assert_converged(indexed)
-
-
-def test_foreign_schema_version_is_set_aside_and_rebuilt(
-    indexed: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    (indexed / "index" / "version").write_text("1\n")
-    (indexed / "index" / "manifest.jsonl").write_text('{"id": 1}\n')  # an 0.1.x leftover
-    fresh_engine(indexed).reindex()
-    assert "schema version '1'" in caplog.text
-    assert (indexed / "index" / "version").read_text().strip() == SCHEMA_VERSION
     assert_converged(indexed)
 
 

@@ -37,6 +37,7 @@ from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
 from micro_rag_mcp.local.passes.writer import PassKind, Writer
+from micro_rag_mcp.local.rebuild import noted_catalog
 from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.vectors.store import WriteFile
@@ -210,9 +211,9 @@ class Engine:
     def _note_changes(self, paths: Collection[str]) -> None:
         """Note changed paths in the catalog for the pass that holds the index, in this
         process or another; it takes them between two of its files."""
-        if not self.paths.catalog.exists():
+        catalog = noted_catalog(self.paths)
+        if catalog is None:
             return
-        catalog = Catalog.open(self.paths.catalog)
         try:
             catalog.writes.add_pending(paths)
         finally:

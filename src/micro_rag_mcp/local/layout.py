@@ -1,10 +1,10 @@
-"""The index folder: its file names, its version, and recovery from a damaged catalog.
+"""The index folder: its file names, its marker, and recovery from a damaged catalog.
 
 The folder is ours or it is not used: ``check_index_folder`` accepts a folder that does
 not exist, is empty, or holds an index of ours, known by its marker file (written first,
-when the folder is made) or, for an index made before markers, by its catalog's own
-metadata. Any other folder (the person's ``index/`` of notes) is refused before anything
-is written, and the index folder is the only one the scan leaves out.
+when the folder is made). Any other folder (the person's ``index/`` of notes) is refused
+before anything is written, and the index folder is the only one the scan leaves out.
+The index's version is its catalog's (``catalog.INDEX_VERSION``; see ``rebuild``).
 """
 
 from __future__ import annotations
@@ -14,24 +14,20 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from micro_rag_mcp.core.errors import ConfigError, DataFolderGone, IndexWriteError
 from micro_rag_mcp.core.fsutil import atomic_write_bytes, fsync_dir
-from micro_rag_mcp.local.catalog import MIGRATES_FROM, SCHEMA_VERSION, Catalog, CatalogCorrupt
+from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 
 logger = logging.getLogger(__name__)
 
 MARKER_FORMAT = "micro-rag-mcp index"
-MARKER_VERSION = 1
 # Entries that say nothing of who owns a folder: a marker save a kill interrupted, and
 # the file a desktop's file manager leaves in every folder it shows.
 _NEUTRAL = re.compile(r"\.micro-rag-index\.json\..*\.tmp|\.DS_Store")
-# What an index folder made before the marker may hold before its catalog exists.
-_EARLY_FILES = frozenset({"index.lock", "watch.lock", "version", "model-graph.onnx"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +46,6 @@ class IndexPaths:
     def graph(self) -> Path:
         """The approximate search graph of a large folder (derived from ``vectors``)."""
         return self.folder / "hnsw.index"
-
-    @property
-    def version(self) -> Path:
-        return self.folder / "version"
 
     @property
     def lock(self) -> Path:
@@ -90,8 +82,7 @@ def check_index_folder(folder: Path, *, given: bool) -> None:
 
 def is_ours(folder: Path) -> bool:
     """Whether ``folder`` may serve as the index folder: it does not exist, is empty, or
-    holds our marker or a catalog of ours (an index made before the marker was written),
-    or only the files such an index holds before its catalog is made (its locks)."""
+    holds our marker."""
     try:
         names = [e.name for e in os.scandir(folder) if not _NEUTRAL.fullmatch(e.name)]
     except FileNotFoundError:
@@ -100,10 +91,7 @@ def is_ours(folder: Path) -> bool:
         return False
     except OSError as e:
         raise ConfigError(f"--index-folder {folder}: cannot be listed ({e.strerror or e})") from e
-    paths = IndexPaths(folder)
-    if _EARLY_FILES.issuperset(names):
-        return True
-    return _is_marker(paths.marker) or _is_our_catalog(paths)
+    return not names or _is_marker(IndexPaths(folder).marker)
 
 
 def ensure_folder(folder: Path, data: Path | None = None) -> None:
@@ -126,7 +114,7 @@ def ensure_folder(folder: Path, data: Path | None = None) -> None:
             return
         if not is_ours(folder):
             raise IndexWriteError(f"{folder} holds files that are not an index of micro-rag-mcp")
-        body = {"format": MARKER_FORMAT, "version": MARKER_VERSION, "schema": SCHEMA_VERSION}
+        body = {"format": MARKER_FORMAT}
         atomic_write_bytes(paths.marker, (json.dumps(body) + "\n").encode())
     except (OSError, ConfigError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else e
@@ -141,44 +129,13 @@ def _is_marker(path: Path) -> bool:
     return isinstance(body, dict) and body.get("format") == MARKER_FORMAT
 
 
-def _is_our_catalog(paths: IndexPaths) -> bool:
-    """A catalog whose own metadata names our schema, read without writing a byte; or a
-    damaged one beside our version file (its repair sets it aside)."""
-    if not paths.catalog.is_file():
-        return False
-    if re.fullmatch(r"\d+", _read_version(paths.version) or ""):
-        return True
-    uri = paths.catalog.resolve().as_uri()
-    for mode in ("mode=ro", "mode=ro&immutable=1"):
-        try:
-            conn = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=5.0)
-            try:
-                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            continue
-        return row is not None
-    return False
-
-
 def open_for_writing(paths: IndexPaths) -> Catalog:
-    """Open the catalog for the lock holder, rebuilding it if it is damaged or foreign.
+    """Open the catalog for the lock holder, rebuilding it if it is damaged.
 
-    A catalog of an older schema that this one upgrades is upgraded in place
-    (``Catalog._migrate``). One that cannot be opened, or one written by another schema,
-    is moved aside (never deleted) and a new one is started; the vectors go with it, since their ids
-    belonged to the old catalog. The documents themselves are never touched.
+    One that cannot be opened is moved aside (never deleted) and a new one is started.
+    The documents themselves are never touched. A catalog of another version raises
+    ``OtherVersion``: it is rebuilt beside itself (``rebuild.pass_target``).
     """
-    version = _read_version(paths.version)
-    if version is not None and version != SCHEMA_VERSION and version not in MIGRATES_FROM:
-        logger.warning(
-            "index folder %s has schema version %r, this program writes %r; rebuilding it",
-            paths.folder,
-            version,
-            SCHEMA_VERSION,
-        )
-        _set_aside(paths)
     try:
         catalog = Catalog.open(paths.catalog, check=True)
     except CatalogCorrupt as e:
@@ -190,27 +147,8 @@ def open_for_writing(paths: IndexPaths) -> Catalog:
             catalog = Catalog.open(paths.catalog)
         except CatalogCorrupt as e2:
             raise IndexWriteError(f"cannot create catalog {paths.catalog}: {e2}") from e2
-    if catalog.created:
-        # Chunk ids start again at 1: vectors saved for an older catalog must not survive.
-        _drop_vectors(paths)
     _remove_stale_temporaries(paths)
-    if version != SCHEMA_VERSION:
-        try:
-            atomic_write_bytes(paths.version, f"{SCHEMA_VERSION}\n".encode())
-        except OSError as e:
-            catalog.close()
-            raise IndexWriteError(f"cannot write {paths.version}: {e.strerror or e}") from e
     return catalog
-
-
-def _read_version(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        logger.warning("cannot read %s: %s", path, e)
-        return None
 
 
 def _set_aside(paths: IndexPaths) -> None:

@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from micro_rag_mcp.core.address import StoreConfig
@@ -23,7 +23,9 @@ from micro_rag_mcp.milvus.rows import (
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 IDENTITY_KEY = "micro_rag.identity"
-LAYOUT_KEYS = ("keywords", "files")  # the identity's keys that say how rows are laid out
+LAYOUT_KEYS = (
+    "keywords",
+)  # the identity's keys, beside the version, that say how rows are laid out
 CONNECT_TIMEOUT_S = 5.0
 # Pings no more often than gRPC servers accept by default (5 min), and none while idle:
 # pymilvus pings every 10 s, and a server that limits pings (milvus-lite) sends such a
@@ -38,9 +40,6 @@ RETRIES = 3  # tries of a call whose connection was dropped (never an insert)
 # standard tokenizer keeps a run whole, and milvus-lite has no whitespace tokenizer.
 ANALYZER: dict[str, Any] = {"tokenizer": "standard", "filter": ["lowercase"]}
 CREATE_WAIT_S = 30.0  # for a collection another worker is creating
-# A property of the grams collection for each share (I of N, 1-based) of the folder whose
-# files' rows are all written; a store made with the collection is whole from its start.
-GRAMS_DONE = "micro_rag.grams"
 
 
 class MilvusCollections:
@@ -55,8 +54,6 @@ class MilvusCollections:
         self._client: Any = None
         self._lock = threading.Lock()
         self._seen = False  # the chunks collection exists
-        self._grams_whole = False  # every file's grams rows are written
-        self._grams_seen = False  # the grams collection exists
 
     def connect(self) -> Any:
         """The client, reaching the server and its database first if need be; or
@@ -132,12 +129,6 @@ class MilvusCollections:
             time.sleep(0.2 * attempt)  # a moment for the server, or its restart
         raise AssertionError("unreachable")
 
-    def holds_grams(self, client: Any) -> bool:
-        """Whether the grams collection exists (a store of another release lacks it)."""
-        if not self._grams_seen and client.has_collection(self.grams):
-            self._grams_seen = True  # made at a pass's start; kept
-        return self._grams_seen
-
     def _load(self, client: Any, cause: Exception) -> None:
         """Load the collections into the server's memory again.
 
@@ -167,9 +158,7 @@ class MilvusCollections:
         return dict(json.loads(raw)) if raw else {}
 
     def create(self, dimension: int, identity: dict[str, str]) -> None:
-        """Make the collections, recording ``identity`` (those that exist are kept). The
-        grams collection of a store made before it is left without its marks: the
-        next pass writes its rows (``sync``)."""
+        """Make the collections, recording ``identity`` (those that exist are kept)."""
         from pymilvus import DataType
 
         def make(c: Any) -> None:
@@ -188,16 +177,14 @@ class MilvusCollections:
                 index.add_index(field_name="status", index_type="INVERTED")  # the counts
                 index.add_index(field_name="shard_key", index_type="STL_SORT")  # a share
                 _create(c, self.files_name, schema=schema, index_params=index)
-            new = not c.has_collection(self.chunks)
             if not c.has_collection(self.grams):
                 _create(
                     c,
                     self.grams,
                     schema=self._grams_schema(c),
                     index_params=self._grams_indexes(c),
-                    properties={share_mark((1, 1)): "1"} if new else {},
                 )
-            if new:
+            if not c.has_collection(self.chunks):
                 _create(
                     c,
                     self.chunks,
@@ -247,33 +234,6 @@ class MilvusCollections:
         index.add_index(field_name="path", index_type="INVERTED")
         return index
 
-    def grams_whole(self) -> bool:
-        """Whether every file with CJK text has its rows in the grams collection: the
-        store was made with it, or each share of one division of the folder wrote them
-        (once seen, taken as staying)."""
-        if not self._grams_whole:
-            self._grams_whole = _whole(self._grams_marks())
-        return self._grams_whole
-
-    def grams_done(self, shard: tuple[int, int] | None) -> bool:
-        """Whether this share's files with CJK text have their grams rows (or all do)."""
-        if self._grams_whole:  # once whole, taken as staying (as grams_whole)
-            return True
-        marks = self._grams_marks()
-        return _whole(marks) or (shard or (1, 1)) in marks
-
-    def _grams_marks(self) -> set[tuple[int, int]]:
-        if not self.call(lambda c: c.has_collection(self.grams)):
-            return set()
-        props = self.call(lambda c: c.describe_collection(self.grams)).get("properties", {})
-        marks = [k.split(".")[-2:] for k in props if k.startswith(f"{GRAMS_DONE}.")]
-        return {(int(i), int(n)) for i, n in marks}
-
-    def mark_grams(self, shard: tuple[int, int] | None) -> None:
-        """Note that this share's files with CJK text have their grams rows."""
-        mark = share_mark(shard or (1, 1))
-        self.call(lambda c: c.alter_collection_properties(self.grams, properties={mark: "1"}))
-
     @staticmethod
     def _chunk_indexes(c: Any) -> Any:
         index = c.prepare_index_params()
@@ -284,21 +244,20 @@ class MilvusCollections:
         index.add_index(field_name="bucket", index_type="INVERTED")  # a sample's range
         return index
 
-    def check_identity(
-        self,
-        ours: dict[str, str],
-        keys: Sequence[str],
-        older: Mapping[str, Collection[str]] | None = None,
-    ) -> list[str]:
-        """Refuse a store whose recorded ``keys`` of the identity differ from ``ours``,
-        but for a key's ``older`` values, which this release takes: return the keys that
-        hold one (``record_identity`` then records ours)."""
+    def check_identity(self, ours: Mapping[str, str], keys: Sequence[str]) -> None:
+        """Refuse a store of another version (``index.STORE_VERSION``), or one whose
+        recorded ``keys`` of the identity differ from ``ours``."""
         stored = self.identity()
         if stored is None:
-            return []
-        older = older or {}
-        taken = [k for k in keys if k in older and stored.get(k) in older[k]]
-        differ = [k for k in keys if stored.get(k) != ours.get(k) and k not in taken]
+            return
+        if stored.get("version") != ours.get("version"):
+            raise StoreMismatch(
+                f"the store {self.config.url} holds an index of version "
+                f"{stored.get('version', 'unknown')}, this program reads and writes version "
+                f"{ours.get('version')}: index the folder again into another collection, or "
+                "drop this one's three collections and index it again"
+            )
+        differ = [k for k in keys if stored.get(k) != ours.get(k)]
         # No flag sets how rows are laid out: another layout is another release's.
         laid_out = [k for k in differ if k not in stored or k in LAYOUT_KEYS]
         if laid_out:
@@ -314,15 +273,6 @@ class MilvusCollections:
                 f"the store {self.config.url} was indexed with {theirs}, not {mine}: "
                 "use another collection, or the settings it was made with"
             )
-        return taken
-
-    def record_identity(self, values: Mapping[str, str]) -> None:
-        """Record ``values`` in the store's identity, its other keys kept."""
-        identity = {**(self.identity() or {}), **values}
-        raw = json.dumps(identity, sort_keys=True)
-        self.call(
-            lambda c: c.alter_collection_properties(self.chunks, properties={IDENTITY_KEY: raw})
-        )
 
     def drop(self) -> None:
         """Remove the collections (tests and benchmarks start clean)."""
@@ -333,7 +283,7 @@ class MilvusCollections:
                     c.drop_collection(name)
 
         self.call(drop)
-        self._seen = self._grams_whole = self._grams_seen = False
+        self._seen = False
 
 
 def _add_bm25(schema: Any, field: str) -> None:
@@ -357,16 +307,6 @@ def _add_bm25(schema: Any, field: str) -> None:
             output_field_names=["sparse"],
         )
     )
-
-
-def _whole(marks: set[tuple[int, int]]) -> bool:
-    """Whether the marks hold every share of one division (1 of 1, or 1..N of N)."""
-    return any({i for i, m in marks if m == n} == set(range(1, n + 1)) for _, n in marks)
-
-
-def share_mark(shard: tuple[int, int]) -> str:
-    """The grams collection's property that says share I of N is written."""
-    return f"{GRAMS_DONE}.{shard[0]}.{shard[1]}"
 
 
 def _released(e: Exception) -> bool:

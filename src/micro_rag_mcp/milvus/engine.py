@@ -46,7 +46,7 @@ from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
-from micro_rag_mcp.milvus.index import FILES_LAYOUT, KEYWORDS_ID, OLDER_FILES_LAYOUTS, MilvusIndex
+from micro_rag_mcp.milvus.index import KEYWORDS_ID, STORE_VERSION, MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.listing import MilvusListing
 from micro_rag_mcp.milvus.search import store_search
@@ -147,7 +147,7 @@ class MilvusEngine:
             "vector_space": vector_space(embedder),
             "chunking": self.settings.chunking_id,
             "keywords": KEYWORDS_ID,
-            "files": FILES_LAYOUT,
+            "version": STORE_VERSION,
         }
 
     # -- reindex ---------------------------------------------------------------------
@@ -182,13 +182,12 @@ class MilvusEngine:
         started = time.monotonic()
         embedder = self._wait_for_model()
         identity = self.identity(embedder)
-        # A store made otherwise is refused before anything is added to it.
-        keys = ("vector_space", "chunking", "keywords", "files")
+        # A store made otherwise, or of another version, is refused before anything is
+        # added to it.
+        keys = ("vector_space", "chunking", "keywords")
         collections = self.index.collections
-        taken = collections.check_identity(identity, keys, older={"files": OLDER_FILES_LAYOUTS})
+        collections.check_identity(identity, keys)
         collections.create(embedder.dimension, identity)  # unless it is there already
-        if taken:  # a store made before the grams collection: an older release may not add
-            collections.record_identity({k: identity[k] for k in taken})
         log_progress = ProgressLog(lambda line: logger.info("%s", line), 10.0)
 
         def report(p: Progress) -> None:
@@ -280,7 +279,11 @@ class MilvusEngine:
         wanted = {"keywords"} if embedder is None else {"keywords", "vector_space"}
         if wanted <= self._checked:
             return
-        ours = {"keywords": KEYWORDS_ID} if embedder is None else self.identity(embedder)
+        ours = (
+            {"keywords": KEYWORDS_ID, "version": STORE_VERSION}
+            if embedder is None
+            else self.identity(embedder)
+        )
         self.index.collections.check_identity(ours, sorted(wanted))
         self._checked |= wanted
 

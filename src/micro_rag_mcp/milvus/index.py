@@ -22,8 +22,9 @@ leaves the old state or the new one visible, never both and never half.
 rows), under the file's version as its chunks are, for long CJK queries
 (``search.documents``).
 
-The run identity (vector space, chunking and keyword stemming) is a property of the
-chunks collection; ``check_identity`` refuses to mix another.
+The run identity (the store's format version, vector space, chunking and keyword
+stemming) is a property of the chunks collection; ``check_identity`` refuses to mix
+another. A store of another version is not migrated: it is indexed again.
 """
 
 from __future__ import annotations
@@ -67,13 +68,10 @@ logger = logging.getLogger(__name__)
 
 # Recorded in the identity: what the keywords field holds (stemmed words, CJK bigram words).
 KEYWORDS_ID = f"{STEMMING_ID};cjk-bigram-words-1;sample-buckets-1"
-# Recorded in the identity: how file rows are laid out (a worker needs their shard keys)
-# and that each file with CJK text has its grams rows.
-FILES_LAYOUT = "shard-key-range-1;grams-1"
-# Older layouts this release takes and records anew: a store made before the grams
-# collection (its next pass writes the rows). Once recorded, an older release is refused,
-# as it would write files without their grams rows.
-OLDER_FILES_LAYOUTS = frozenset({"shard-key-range-1"})
+# Recorded in the identity: the format of the store's collections (the files' rows with
+# their shard keys, the chunks', each file's grams rows). Bumped with any change of these:
+# a store of another version is refused, and indexed again into new collections.
+STORE_VERSION = "2"
 
 
 class MilvusIndex:
@@ -153,8 +151,7 @@ class MilvusIndex:
 
         def seal(c: Any) -> None:
             for name in (self._c.chunks, self._c.files_name, self._c.grams):
-                if name != self._c.grams or c.has_collection(name):
-                    c.flush(name)
+                c.flush(name)
 
         self._c.call(seal)
 
@@ -208,21 +205,17 @@ class MilvusIndex:
         self._delete(f"path == {literal(path)}")
 
     def _delete(self, where: str) -> None:
-        """Delete the chunks and grams rows that match ``where`` (a grams collection a
-        store of another release lacks is left alone)."""
+        """Delete the chunks and grams rows that match ``where``."""
 
         def delete(c: Any) -> None:
             c.delete(self._c.chunks, filter=where)
-            if self._c.holds_grams(c):
-                c.delete(self._c.grams, filter=where)
+            c.delete(self._c.grams, filter=where)
 
         self._c.call(delete)
 
     def versions_of(self, path: str, *, grams: bool = False) -> set[int]:
         """The versions of ``path`` that have rows in the chunks (or the grams) collection."""
         name = self._c.grams if grams else self._c.chunks
-        if grams and not self._c.call(lambda c: c.has_collection(name)):
-            return set()
         rows = self._c.call(
             lambda c: c.query(name, filter=f"path == {literal(path)}", output_fields=["version"])
         )
@@ -314,18 +307,6 @@ class MilvusIndex:
                 )
             )
         return rows
-
-    def texts_of(self, paths: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """Each path's chunk rows (version, chunk_index, text and offsets), every version's,
-        in no order: one scan per ``QUERY_BATCH`` paths, however many chunks they hold."""
-        fields = ["path", "version", "chunk_index", "text", "char_start", "char_end"]
-
-        out: dict[str, list[dict[str, Any]]] = {}
-        for batch in batched(list(paths)):
-            where = in_filter("path", batch)
-            for r in self._c.call(lambda c, w=where: scan(c, self._c.chunks, w, fields)):  # type: ignore[misc]
-                out.setdefault(str(r["path"]), []).append(r)
-        return out
 
     def file_chunk_rows(self, path: str, version: int) -> list[dict[str, Any]]:
         """Every chunk of one file's version, in order."""

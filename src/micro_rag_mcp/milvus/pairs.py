@@ -20,10 +20,6 @@ class FilePairs:
     def __init__(self, collections: MilvusCollections) -> None:
         self._c = collections
 
-    def seal_grams(self) -> None:
-        """Seal the grams collection alone (``seal``): rows a store made before it got."""
-        self._c.call(lambda c: c.flush(self._c.grams))
-
     def delete_grams(self, paths: Sequence[str]) -> None:
         """Delete the grams rows of files (before they are written again)."""
         for batch in batched(paths):
@@ -34,15 +30,6 @@ class FilePairs:
         """Store grams rows (``rows.gram_rows``), a few per request (each up to 64 KB)."""
         for batch in batched(rows, GRAMS_BATCH):
             self._c.call(lambda c, b=batch: c.insert(self._c.grams, list(b)), retry=False)  # type: ignore[misc]
-
-    def cjk_paths(self) -> set[str]:
-        """The paths of every chunk whose keywords hold a CJK pair (``cjk_words.gram_token``:
-        ``cjk`` then a code point's six hex digits, which begin with 0): one scan of the
-        collection (86 s at 70,792 Chinese chunks on milvus-lite; a scan per 200 paths
-        took longer in all)."""
-        where = 'keywords like "%cjk0%"'
-        rows = self._c.call(lambda c: scan(c, self._c.chunks, where, ["path"]))
-        return {str(r["path"]) for r in rows}
 
     def grams_rows(self, paths: Iterable[str]) -> Iterator[GramsRow]:
         """The grams rows of ``paths`` (path, version, pair words), each file's together,

@@ -65,9 +65,7 @@ def store_search(
     )
     documents: list[tuple[str, int, float]] = []
     files: dict[str, FileRow] = {}  # file rows read so far
-    if (
-        long_cjk and index.collections.grams_whole()
-    ):  # a store made before: once its shares wrote them
+    if long_cjk:
         depth = params.depth
         documents = whole_file_hits(index, stats, files_stats, counts, depth, chunks, files)
     keyword = [*by_words, *by_pairs]

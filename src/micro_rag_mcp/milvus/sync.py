@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
@@ -63,9 +63,6 @@ logger = logging.getLogger(__name__)
 # 305 chunks/s in batches of 64, 749 in batches of 1024). A worker killed mid-batch
 # embeds at most this many again.
 BATCH_CHUNKS = 1024
-# Files whose chunks are read in one scan when a store made before its grams collection
-# gets its rows (one query per file took 80 ms on milvus-lite, as long as one for 200).
-GRAMS_FILES = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +90,6 @@ def sync_store(
     many chunks were embedded. What the scan left out is recorded in ``skipped``."""
     counts = SyncCounts()
     known = _finish_writes(index, index.files(shard=shard))  # this share's rows only
-    if not index.collections.grams_done(shard):
-        write_grams(index, known, shard, progress)
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
@@ -141,45 +136,6 @@ def _finish_writes(index: MilvusIndex, known: dict[str, FileRow]) -> dict[str, F
     logger.info("finished %d writes a killed pass left", len(noted))
     kept = {p: r for p, r in known.items() if p not in unborn}
     return kept | {row.record.path: row for row in cleared}
-
-
-def write_grams(
-    index: MilvusIndex,
-    known: dict[str, FileRow],
-    shard: tuple[int, int] | None,
-    progress: ProgressFn | None = None,
-    batch_files: int = GRAMS_FILES,
-) -> None:
-    """Write the grams rows of this share's files with CJK text, in a store made before
-    its grams collection, from their stored chunks (without the title, which a chunk row
-    does not keep: ``reindex --force`` writes it); then seal them and note the share
-    done. Each file's rows are deleted just before they are written, so a pass stopped or
-    killed half way leaves none twice, and the next pass starts over."""
-    paths = sorted(
-        p for p in index.pairs.cjk_paths() if p in known and known[p].record.status == "ok"
-    )
-    written = 0
-    for start in range(0, len(paths), batch_files):
-        cjk = paths[start : start + batch_files]
-        if progress:  # where a stop is looked for
-            progress(Progress("reading", start + len(cjk), len(paths), cjk[-1]))
-        texts = index.texts_of(cjk)
-        index.pairs.delete_grams(cjk)
-        rows: list[dict[str, Any]] = []
-        for path in cjk:
-            version = known[path].version
-            chunks = sorted(
-                (int(c["chunk_index"]), str(c["text"]), int(c["char_start"]), int(c["char_end"]))
-                for c in texts.pop(path, [])
-                if int(c["version"]) == version
-            )
-            mine = gram_rows(path, version, "", [(t, a, b) for _, t, a, b in chunks])
-            rows.extend(mine)
-            written += bool(mine)
-        index.pairs.insert_grams(rows)  # a few files' rows per request
-    index.pairs.seal_grams()  # searched by brute force, and otherwise scored, until sealed
-    index.collections.mark_grams(shard)
-    logger.info("the pairs of %d whole files with CJK text were written", written)
 
 
 def forget(index: MilvusIndex, rel: str) -> None:

@@ -16,9 +16,6 @@ import hashlib
 
 # Bumped when what a chunk is embedded as changes (see embedding_text).
 VECTOR_RECIPE = "title+text"
-# The catalog's meta ``vector_ids``: the vector file is keyed by vector_key. An index of an
-# older release keyed its vectors by chunk id; vector_cache re-keys them once.
-VECTOR_IDS = "keys"
 KEY_BITS = 63  # FAISS ids are signed 64-bit and -1 means "no result": keys stay positive
 
 

@@ -47,13 +47,11 @@ from micro_rag_mcp.ingest.readers.web import read_epub, read_html
 __all__ = [
     "MIB",
     "READERS",
-    "READ_VERSIONS",
     "Document",
     "check_docx_archive",
     "clean_title",
     "decode_text_bytes",
     "normalize_text",
-    "read_changes",
     "read_csv",
     "read_document",
     "read_docx",
@@ -95,25 +93,6 @@ READ_BY_FORMAT: dict[str, Reader] = {
     "image": read_image,
     "code": read_code,
 }
-
-# Bumped when a format's reader reads the same file otherwise, so that an index made
-# before reads that format's files again (others keep theirs); a format not named is at 1.
-# text 2: a .txt file's first line, standing alone, is its title (``opening_title``).
-# OpenDocument text 2: footnotes after their paragraph, endnotes at the end.
-# e-mail 2: subject and attachments' names in the head; forwarded messages read whole.
-# image 2: the spaces OCR dropped between words put back (``ocr_spacing``).
-READ_VERSIONS: dict[str, int] = {"text": 2, "OpenDocument text": 2, "e-mail": 2, "image": 2}
-
-
-def read_changes(recorded: dict[str, int]) -> list[str]:
-    """The suffixes whose reader changed since ``recorded`` (format name -> version)."""
-    return [
-        suffix
-        for fmt in FORMATS
-        if READ_VERSIONS.get(fmt.name, 1) != recorded.get(fmt.name, 1)
-        for suffix in fmt.suffixes
-    ]
-
 
 # Raw readers by lowercase suffix, for the formats whose dependencies are installed. They
 # raise ReadError for the failures they recognize but may let other exceptions through;

@@ -15,7 +15,6 @@ from micro_rag_mcp.ingest.skipped import recorded
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.vectors.store import saved_ids
-from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,8 +42,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             last = catalog.last_indexed_at()
             vector_model = catalog.get_meta("vector_model")
             chunking = catalog.get_meta("chunking")
-            keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
-            keys = catalog.chunks.id_keys()[1] if keyed else None
+            keys = catalog.chunks.id_keys()[1]
             skipped = recorded(catalog)
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
@@ -56,7 +54,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
         files_failed=stats.files_failed,
         failed=failed,
         chunks=stats.chunks,
-        chunks_with_vectors=_saved_vectors(paths.vectors, keys) if keys is not None else 0,
+        chunks_with_vectors=_saved_vectors(paths.vectors, keys),
         vector_model=vector_model,
         chunking=chunking,
         size_bytes=_size_on_disk(paths.folder),

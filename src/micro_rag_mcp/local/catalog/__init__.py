@@ -9,19 +9,20 @@ the FAISS index (derived data) is keyed by it and reconciled against this table 
 alone, so a vector outlives a chunk id and serves every chunk of its text.
 """
 
-from micro_rag_mcp.local.catalog.database import Catalog, CatalogStats
+from micro_rag_mcp.local.catalog.database import Catalog, CatalogStats, version_of
 from micro_rag_mcp.local.catalog.schema import (
-    MIGRATES_FROM,
-    SCHEMA_VERSION,
+    INDEX_VERSION,
     CatalogCorrupt,
+    OtherVersion,
     is_damage,
 )
 
 __all__ = [
-    "MIGRATES_FROM",
-    "SCHEMA_VERSION",
+    "INDEX_VERSION",
     "Catalog",
     "CatalogCorrupt",
     "CatalogStats",
+    "OtherVersion",
     "is_damage",
+    "version_of",
 ]

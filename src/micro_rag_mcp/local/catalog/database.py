@@ -1,4 +1,4 @@
-"""The catalog connection: opening (creating or upgrading the schema), transactions,
+"""The catalog connection: opening (creating it, or refusing another version), transactions,
 the meta values and the file reads; its writes, chunk reads, keyword search and term
 statistics are parts it holds (``writes``, ``chunks``, ``keywords``, ``terms``)."""
 
@@ -22,16 +22,15 @@ from micro_rag_mcp.local.catalog.chunks import ChunkReads
 from micro_rag_mcp.local.catalog.keywords import KeywordSearch
 from micro_rag_mcp.local.catalog.schema import (
     BUMP_GENERATION,
-    MIGRATES_FROM,
+    INDEX_VERSION,
     SCHEMA,
-    SCHEMA_VERSION,
     CatalogCorrupt,
+    OtherVersion,
     connect,
     is_damage,
 )
 from micro_rag_mcp.local.catalog.terms import TermStats
 from micro_rag_mcp.local.catalog.writes import FileWrites
-from micro_rag_mcp.text.vector_text import vector_key
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +52,15 @@ class Catalog:
     def open(cls, path: Path, *, check: bool = False) -> Catalog:
         """Open (creating if needed) the catalog.
 
-        Raises CatalogCorrupt only when the file itself is damaged or foreign; any other
-        failure (a full disk, no permission, a lock) is an IndexWriteError, because
-        moving a healthy catalog aside for those would throw the index away.
+        Raises CatalogCorrupt only when the file itself is damaged or foreign, and
+        ``OtherVersion`` for a catalog of another index version (nothing is written to
+        it: ``local.rebuild`` builds its successor beside it); any other failure (a full
+        disk, no permission, a lock) is an IndexWriteError, because moving a healthy
+        catalog aside for those would throw the index away.
         """
+        found = version_of(path)
+        if found is not None and found != INDEX_VERSION:
+            raise OtherVersion(f"the catalog {path} is of index version {found}")
         conn = connect(path)
         try:
             if check:
@@ -68,27 +72,13 @@ class Catalog:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(SCHEMA)
-            conn.executescript(grams.FILE_GRAMS_SCHEMA)
             catalog = cls(conn, path)
-            stored = catalog.get_meta("schema_version")
-            if stored is None:
+            if catalog.get_meta("index_version") is None:
                 with catalog.transaction():
-                    catalog.set_meta("schema_version", SCHEMA_VERSION)
+                    catalog.set_meta("index_version", str(INDEX_VERSION))
                     catalog.set_meta("catalog_id", uuid.uuid4().hex)
                     catalog.set_meta(grams.FILE_GRAMS_KEY, "1")
                 catalog.created = True
-            elif stored in MIGRATES_FROM:
-                catalog._migrate(stored)
-            elif stored != SCHEMA_VERSION:
-                raise CatalogCorrupt(f"schema version {stored}, expected {SCHEMA_VERSION}")
-            conn.execute("CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey)")
-            if catalog.get_meta(grams.FILE_GRAMS_KEY) is None:  # made before files_cjk
-                try:  # a full disk, a busy lock: the next open tries again
-                    with catalog.transaction() as tx:
-                        grams.backfill_file_grams(tx)
-                        catalog.set_meta(grams.FILE_GRAMS_KEY, "1")
-                except sqlite3.OperationalError as e:
-                    logger.warning("whole-file CJK rows not written (%s)", e)
             return catalog
         except CatalogCorrupt:
             conn.close()
@@ -98,24 +88,6 @@ class Catalog:
             if is_damage(e):
                 raise CatalogCorrupt(str(e)) from e
             raise IndexWriteError(f"cannot open the catalog {path}: {e}") from e
-
-    def _migrate(self, stored: str) -> None:
-        """Upgrade a catalog of schema 3 in place, in one transaction: every chunk gets
-        the key of its vector. Its vectors, keyed by chunk id, are re-keyed by
-        ``vector_cache`` (``vector_ids`` in meta says which kind a vector file holds)."""
-        logger.info("upgrading catalog %s from schema %s to %s", self.path, stored, SCHEMA_VERSION)
-        with self.transaction() as conn:
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
-            if "vkey" not in columns:
-                conn.execute("ALTER TABLE chunks ADD COLUMN vkey INTEGER NOT NULL DEFAULT 0")
-            rows = conn.execute("SELECT id, title, text FROM chunks").fetchall()
-            conn.executemany(
-                "UPDATE chunks SET vkey = ? WHERE id = ?",
-                ((vector_key(title, text), cid) for cid, title, text in rows),
-            )
-            conn.execute(
-                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,)
-            )
 
     @classmethod
     def open_reader(cls, path: Path) -> Catalog:
@@ -324,3 +296,38 @@ class CatalogStats:
     files_failed: int
     chunks: int
     max_chunk_id: int  # grows with every insert; with ``chunks``, tells when chunks changed
+
+
+def stored_meta(path: Path) -> dict[str, str] | None:
+    """A catalog's meta table, read without writing a byte: None if there is no catalog,
+    SQLite cannot read it (``Catalog.open``'s check then says why) or it has no tables
+    yet; an empty dict for a database without our meta table or with an empty one."""
+    if not path.is_file():
+        return None
+    uri = path.resolve().as_uri()
+    for mode in ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(f"{uri}?{mode}", uri=True, timeout=30.0)
+            try:
+                if not conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                    return None
+                return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            finally:
+                conn.close()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return {}
+        except sqlite3.DatabaseError:
+            return None
+    return None
+
+
+def version_of(path: Path) -> int | str | None:
+    """The index version a catalog records (``stored_meta``): None if it records nothing
+    yet (there is none, or it is being made), "" if it records no version (another
+    format), else the version."""
+    meta = stored_meta(path)
+    if not meta:
+        return None
+    value = meta.get("index_version", "")
+    return int(value) if value.isdigit() else value

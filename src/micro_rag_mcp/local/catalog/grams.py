@@ -11,7 +11,6 @@ the passages alone reach 0.44 (docs/benchmarks.md).
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -19,18 +18,8 @@ from typing import Any
 from micro_rag_mcp.core.records import NewChunk
 from micro_rag_mcp.text.cjk import bigrams, has_cjk, whole_text
 
-logger = logging.getLogger(__name__)
-
-# The bigrams of each file's whole text (rowid = file id), made beside the catalog's own.
-FILE_GRAMS_SCHEMA = """
-CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
-CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
-    DELETE FROM files_cjk WHERE rowid = old.id;
-END;
-"""
-
-# The meta key that says every file's row in files_cjk is written (a catalog made before
-# the table gets them once, as it is opened for writing).
+# The meta key a catalog is made with, which says every file's row in files_cjk is
+# written (``schema.SCHEMA`` makes the table; every catalog of this version has them).
 FILE_GRAMS_KEY = "file_grams"
 
 
@@ -46,23 +35,6 @@ def store_grams(conn: sqlite3.Connection, file_id: int, chunks: Sequence[NewChun
         ((cid, bigrams(f"{title}\n{text}")) for cid, title, text, _, _ in rows),
     )
     _store_file_row(conn, file_id, rows)
-
-
-def backfill_file_grams(conn: sqlite3.Connection) -> int:
-    """Write the ``files_cjk`` row of every file whose chunks have CJK rows (a catalog
-    made before the table); return how many files got one."""
-    files = [
-        int(r[0])
-        for r in conn.execute(
-            "SELECT DISTINCT c.file_id FROM chunks_cjk g JOIN chunks c ON c.id = g.rowid"
-        )
-    ]
-    for file_id in files:
-        conn.execute("DELETE FROM files_cjk WHERE rowid = ?", (file_id,))
-        _store_file_row(conn, file_id, _chunk_rows(conn, file_id))
-    if files:
-        logger.info("the bigrams of %d whole files with CJK text were written", len(files))
-    return len(files)
 
 
 def _chunk_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[Any, ...]]:

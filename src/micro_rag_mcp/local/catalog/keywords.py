@@ -62,23 +62,18 @@ class KeywordSearch:
         self, match: str, limit: int, files: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
         """The best ``limit`` files (ids) by BM25 over the bigrams of their whole text
-        (``grams.py``), best first; none from a catalog made before that table."""
+        (``grams.py``), best first."""
         where, scope = "", ""
         if files is not None:
             where, scope = (
                 " AND +rowid IN (SELECT value FROM json_each(?))",
                 json.dumps(list(files)),
             )
-        try:
-            rows = self._conn.execute(
-                "SELECT rowid, -bm25(files_cjk) AS score FROM files_cjk "
-                f"WHERE files_cjk MATCH ?{where} ORDER BY score DESC LIMIT ?",
-                (match, scope, limit) if scope else (match, limit),
-            ).fetchall()
-        except sqlite3.OperationalError as e:  # "no such table": opened read-only, not yet made
-            if "files_cjk" not in str(e):
-                raise
-            return []
+        rows = self._conn.execute(
+            "SELECT rowid, -bm25(files_cjk) AS score FROM files_cjk "
+            f"WHERE files_cjk MATCH ?{where} ORDER BY score DESC LIMIT ?",
+            (match, scope, limit) if scope else (match, limit),
+        ).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
 

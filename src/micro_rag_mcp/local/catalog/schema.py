@@ -1,9 +1,10 @@
 """The catalog's tables, its version and how a connection to it is made.
 
-``SCHEMA`` creates every table an empty catalog needs; ``SCHEMA_VERSION`` is recorded in
-its meta table, and a catalog of a version in ``MIGRATES_FROM`` is upgraded in place
-(``Catalog.open``). Every write transaction ends with ``BUMP_GENERATION``, so a reader can
-tell that the catalog changed.
+``SCHEMA`` creates every table an empty catalog needs; ``INDEX_VERSION``, the version of
+the whole index's format, is recorded in its meta table when it is made. An index of
+another version is never upgraded: it is rebuilt beside itself (``local.rebuild``). Every
+write transaction ends with ``BUMP_GENERATION``, so a reader can tell that the catalog
+changed.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from micro_rag_mcp.core.errors import MicroRagError
 
-SCHEMA_VERSION = "4"
-MIGRATES_FROM = frozenset({"3"})  # older schemas this one upgrades in place (see _migrate)
+# The format of the index folder: its catalog's tables, what a vector is keyed by and
+# what the readers make of each format. Bumped with any change of these; an index of
+# another version is rebuilt (reading every file, embedding only texts without a vector).
+INDEX_VERSION = 5
 
 SCHEMA = """
 BEGIN;
@@ -49,6 +52,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     vkey        INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
+CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     title, text,
     content='chunks', content_rowid='id',
@@ -69,6 +73,11 @@ CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
+-- The bigrams of each file's whole text (grams.py); rowid = file id.
+CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
+CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
+    DELETE FROM files_cjk WHERE rowid = old.id;
+END;
 COMMIT;
 """
 
@@ -81,6 +90,10 @@ BUMP_GENERATION = (
 
 class CatalogCorrupt(MicroRagError):
     """The catalog file exists but is not a usable database."""
+
+
+class OtherVersion(MicroRagError):
+    """The catalog is of another index version: it is rebuilt, never written."""
 
 
 _DAMAGE_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB

@@ -93,13 +93,10 @@ class FileWrites:
             conn.execute("DELETE FROM pending")
         return paths
 
-    def forget_stamps(self, suffixes: Sequence[str] | None = None) -> int:
-        """Make every file (of the lowercase ``suffixes``, if given) look changed, so the
-        next reindex reads it again; how many."""
-        of = "" if suffixes is None else f" WHERE ext IN ({','.join('?' * len(suffixes))})"
+    def forget_stamps(self) -> int:
+        """Make every file look changed, so the next reindex reads it again; how many."""
         with self._transaction() as conn:
-            sql = f"UPDATE files SET size = -1, checksum = NULL{of}"
-            return conn.execute(sql, tuple(suffixes or ())).rowcount
+            return conn.execute("UPDATE files SET size = -1, checksum = NULL").rowcount
 
     @staticmethod
     def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:

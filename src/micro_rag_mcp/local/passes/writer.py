@@ -33,11 +33,11 @@ from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.core.shown import first_few
-from micro_rag_mcp.ingest.readers import READ_VERSIONS, read_changes
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
 from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
+from micro_rag_mcp.local.rebuild import pass_target, seed_vectors, swap_in
 from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.model.handle import ModelHandle
 
@@ -218,14 +218,22 @@ class Writer:
             if progress is not None:
                 progress(p)
 
-        catalog = open_for_writing(self.paths)
+        target = pass_target(self.paths)
+        rebuilding = target != self.paths
+        vectors = self._vectors
+        if rebuilding:
+            vectors = VectorCache(target, self._vectors.approximate_from)
+        catalog = open_for_writing(target)
         try:
+            if rebuilding:  # every file, read into the new index
+                seed_vectors(self.paths, target, catalog)
+                scope, force = None, False
             self._check_chunking(catalog)
             self._record_scope(catalog)
             model = Model(
                 wait=self._model.get,
                 failed=lambda: self._model.state is ModelState.FAILED,
-                vectors_for=lambda embedder: self._vectors.for_writer(catalog, embedder),
+                vectors_for=lambda embedder: vectors.for_writer(catalog, embedder),
             )
             result = read_and_embed(
                 catalog,
@@ -241,16 +249,19 @@ class Writer:
             )
             stats = catalog.stats()
             if result.vectors is not None:
-                self._vectors.count(catalog, stats, result.vectors)
+                vectors.count(catalog, stats, result.vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
-            return result.counts.report(failed, stats.chunks, result.embedded, started)
+            done = result.counts.report(failed, stats.chunks, result.embedded, started)
         finally:
             catalog.close()
+        if rebuilding:
+            swap_in(self.paths)
+            self._vectors.forget()
+        return done
 
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):
             catalog.writes.forget_stamps()
-        _check_readers(catalog)
 
     def _record_scope(self, catalog: Catalog) -> None:
         _record(
@@ -259,29 +270,6 @@ class Writer:
             self.settings.scope_record,
             "files it no longer takes are removed, those it now takes are added",
         )
-
-
-def _check_readers(catalog: Catalog) -> None:
-    """Read again the files of each format whose reader changed since the index was made
-    (``READ_VERSIONS``): their text is what this release would store. A new catalog has
-    nothing to read again."""
-    stored = catalog.get_meta("readers")
-    value = json.dumps(READ_VERSIONS, sort_keys=True)
-    if stored == value:
-        return
-    try:
-        recorded = json.loads(stored) if stored else {}
-    except ValueError:
-        recorded = {}
-    suffixes = read_changes(recorded if isinstance(recorded, dict) else {})
-    again = catalog.writes.forget_stamps(suffixes) if suffixes else 0
-    if again:
-        logger.info(
-            "%d %s files are read again: this release reads them otherwise",
-            again,
-            "/".join(suffixes),
-        )
-    catalog.set_meta("readers", value)
 
 
 def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:

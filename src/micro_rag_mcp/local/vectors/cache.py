@@ -22,7 +22,6 @@ from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.vectors.store import VectorStore, WriteFile, file_stamp, saved_ids
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import vector_space
-from micro_rag_mcp.text.vector_text import VECTOR_IDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,20 +70,13 @@ class VectorCache:
                     path.unlink()
                 self.paths.graph.unlink(missing_ok=True)
                 catalog.set_meta("vector_model", space)
-                catalog.set_meta("vector_ids", VECTOR_IDS)
             self._store = self._load(embedder, owner, mapped=False)
-            if catalog.get_meta("vector_ids") != VECTOR_IDS:
-                self._rekey(catalog, self._store)
             return self._store
 
-    def _rekey(self, catalog: Catalog, store: VectorStore) -> None:
-        """Vectors saved by a release that keyed them by chunk id, keyed by text instead:
-        nothing is embedded again."""
-        store.rekey(catalog.chunks.keys_of(store.ids().tolist()))
-        self.paths.graph.unlink(missing_ok=True)
-        store.save()
-        catalog.set_meta("vector_ids", VECTOR_IDS)
-        logger.info("re-keyed %d saved vectors by their text", len(store))
+    def forget(self) -> None:
+        """Let go of the store held: the files were replaced by another index's."""
+        with self._lock:
+            self._store = None
 
     def for_catalog(
         self, meta: tuple[str | None, str | None], embedder: Embedder, *, writing: bool
@@ -136,7 +128,7 @@ class VectorCache:
         return self._counted(key, catalog, vectors.ids)
 
     def _count_saved(self, catalog: Catalog, stats: CatalogStats, space: str | None) -> int:
-        made_by = reader_meta(catalog)[1]  # None: keyed by an older release, not matched
+        made_by = reader_meta(catalog)[1]
         if made_by is None or (space is not None and made_by != space):
             return 0
         key = (stats.chunks, stats.max_chunk_id, "saved", file_stamp(self.paths.vectors))
@@ -160,8 +152,5 @@ class VectorCache:
 
 
 def reader_meta(catalog: Catalog) -> tuple[str | None, str | None]:
-    """What a reader's vectors must match: the catalog's id and the vector space it holds
-    (None until vectors of an older release are re-keyed by the writer: until then they
-    cannot be matched to chunks)."""
-    keyed = catalog.get_meta("vector_ids") == VECTOR_IDS
-    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model") if keyed else None
+    """What a reader's vectors must match: the catalog's id and the vector space it holds."""
+    return catalog.get_meta("catalog_id"), catalog.get_meta("vector_model")

@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -185,31 +185,6 @@ class VectorStore:
         import numpy as np
 
         return np.isin(np.asarray(ids, dtype=np.int64), self.ids())
-
-    def rekey(self, new_ids: Mapping[int, int]) -> None:
-        """Give each vector the id ``new_ids`` maps its id to; a vector whose id is not
-        mapped, or whose new id another took first, is dropped. The graph is dropped too
-        (``refresh_graph`` builds it again). Writer only, once, for an index whose
-        vectors were keyed by chunk id."""
-        import faiss
-        import numpy as np
-
-        self._check_writable()
-        with self._lock:
-            ids = np.array(faiss.vector_to_array(self._index.id_map), dtype=np.int64)
-            mapped = np.asarray([new_ids.get(int(i), -1) for i in ids], dtype=np.int64)
-            keep = mapped >= 0
-            _, first = np.unique(mapped, return_index=True)
-            unique = np.zeros(len(ids), dtype=bool)
-            unique[first] = True
-            keep &= unique
-            index = faiss.IndexIDMap2(faiss.IndexFlatIP(self.dimension))
-            if keep.any():
-                vectors = self._index.reconstruct_batch(ids[keep])
-                index.add_with_ids(np.ascontiguousarray(vectors), mapped[keep])
-            self._index = index
-            self._graph = None
-            self._vectors_dirty = True
 
     def remove(self, ids: Sequence[int]) -> int:
         import numpy as np

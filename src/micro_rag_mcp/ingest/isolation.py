@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.ingest import extra_readers
 from micro_rag_mcp.ingest.readers import Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import ocr_installed
 
@@ -90,9 +91,10 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _serve(conn: Connection, memory_bytes: int) -> None:
+def _serve(conn: Connection, memory_bytes: int, readers: str = "") -> None:
     """The reader process: read each requested file, answer with text or a reason."""
     _die_with_parent()
+    extra_readers.install(readers)
     with contextlib.suppress(ValueError, OSError):  # a lower hard limit is already in place
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     while True:
@@ -150,12 +152,21 @@ class IsolatedReader:
     """``read_document`` in a long-lived child process with a per-file time limit.
 
     ``peak_memory_bytes`` is the highest peak resident memory a reader process reported
-    (each answer carries it), so a caller can see what its files cost.
+    (each answer carries it), so a caller can see what its files cost. ``readers``: a
+    module of readers the reader process adds to its registry (``extra_readers``).
     """
 
-    def __init__(self, root: Path, timeout_s: float, memory_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        timeout_s: float,
+        memory_bytes: int | None = None,
+        *,
+        readers: str = "",
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.timeout_s = timeout_s
+        self.readers = readers
         self.memory_bytes = memory_bytes if memory_bytes is not None else reader_memory_bytes()
         self.peak_memory_bytes = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -201,6 +212,7 @@ class IsolatedReader:
                 "micro_rag_mcp.ingest.isolation",
                 str(theirs.fileno()),
                 str(self.memory_bytes),
+                self.readers,
             ],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
@@ -236,4 +248,4 @@ if __name__ == "__main__":
     from micro_rag_mcp.core.logfmt import log_to_stderr
 
     log_to_stderr("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s", logging.WARNING)
-    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))
+    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")

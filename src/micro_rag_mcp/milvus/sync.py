@@ -39,6 +39,7 @@ from micro_rag_mcp.ingest.files import (
     SyncCounts,
     decide,
     gone_paths,
+    read_cost,
     scan_rules,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
@@ -98,7 +99,7 @@ def sync_store(
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
-    found = [f for f in listing.files if in_shard(f.rel, shard)]
+    found = sorted((f for f in listing.files if in_shard(f.rel, shard)), key=read_cost)
     gone = gone_paths(known, listing, scope)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
@@ -107,7 +108,9 @@ def sync_store(
         if progress:
             progress(Progress("reading", done, total, rel))
     writer = _BatchWriter(index, embedder, progress, batch_chunks)
-    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+    with IsolatedReader(
+        settings.data_folder, settings.read_timeout_s, readers=settings.readers
+    ) as reader:
 
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)

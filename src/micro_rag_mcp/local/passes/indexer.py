@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import Progress, ProgressFn
@@ -23,6 +24,7 @@ from micro_rag_mcp.ingest.files import (
     SyncCounts,
     decide,
     gone_paths,
+    read_cost,
     scan_rules,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
@@ -58,8 +60,10 @@ def sync_files(
     progress: ProgressFn | None = None,
     counts: SyncCounts | None = None,
     follow: Follow | None = None,
+    order: Callable[[ScannedFile], Any] = read_cost,
 ) -> SyncCounts:
-    """Make the catalog match the files in scope, file by file.
+    """Make the catalog match the files in scope, file by file, in the ``order`` of their
+    cost to read (the cheap are searchable first; see ``read_cost``).
 
     Vectors are left alone: their keys are the text's (see ``drop_orphans``). ``progress``
     hears of every file read or removed, and of every ``QUIET_STEP``-th file skipped
@@ -71,7 +75,7 @@ def sync_files(
     failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
     record_skipped(catalog, listing.skipped, scope)
-    found = listing.files
+    found = sorted(listing.files, key=order)
     gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
@@ -79,7 +83,9 @@ def sync_files(
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
-    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+    with IsolatedReader(
+        settings.data_folder, settings.read_timeout_s, readers=settings.readers
+    ) as reader:
 
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)
@@ -149,7 +155,11 @@ class _NotedChanges(threading.Thread):
                         if reader is None:  # started at the first change: most passes see none
                             s = self._settings
                             reader = held.enter_context(
-                                IsolatedReader(s.data_folder, s.read_timeout_s)
+                                IsolatedReader(
+                                    s.data_folder,
+                                    s.read_timeout_s,
+                                    readers=s.readers,
+                                )
                             )
                         self.handled |= self._sync(catalog, reader, paths)
                     if self._follow.halt.wait(FOLLOW_S):

@@ -1,0 +1,46 @@
+"""Which formats this installation can read, and readers added to its registry by name.
+
+An installation reads the formats whose dependencies it has: without the ``ocr`` extra it
+has no reader for images. What it lacks is told apart from what the folder's scope leaves
+out, so that a file another installation indexed from a format this one cannot read is
+kept, not removed (``local.passes.indexer``).
+
+A module named in ``Settings.readers`` adds readers to the registry: the reader process
+imports it itself (a callable cannot cross into it), so a test can give a pass a reader
+that waits, or take one away. The module holds ``READERS`` (suffix -> reader, added to the
+registry or replacing its reader) and may hold ``LACKING`` (suffixes to have no reader for).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from micro_rag_mcp.core.formats import FORMATS
+
+
+def _module(name: str) -> ModuleType | None:
+    return importlib.import_module(name) if name else None
+
+
+def install(name: str) -> None:
+    """Add the readers of module ``name`` to this process's registry ("" adds none)."""
+    from micro_rag_mcp.ingest.readers import READERS
+
+    module = _module(name)
+    if module is None:
+        return
+    READERS.update(getattr(module, "READERS", {}))
+    for suffix in getattr(module, "LACKING", ()):
+        READERS.pop(suffix, None)
+
+
+def lacking(name: str = "") -> frozenset[str]:
+    """The suffixes of the known formats this installation has no reader for: those whose
+    extra is not installed, and the ``LACKING`` of module ``name``, less its ``READERS``."""
+    missing = {s for fmt in FORMATS if not fmt.available for s in fmt.suffixes}
+    module = _module(name)
+    if module is not None:
+        missing |= set(getattr(module, "LACKING", ()))
+        missing -= set(getattr(module, "READERS", {}))
+    return frozenset(missing)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -185,10 +186,11 @@ def installed_command(name: str) -> str:
     return os.path.abspath(found) if found else name
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, readers: str = "") -> int:
+    """The server's command; ``readers``: a module of readers to add (``Settings.readers``)."""
     args = build_parser().parse_args(argv)
     try:
-        settings = settings_from_args(args)
+        settings = dataclasses.replace(settings_from_args(args), readers=readers)
         store = store_from_args(args)
         prepare(settings, store, given=args.index_folder is not None)
     except ConfigError as e:

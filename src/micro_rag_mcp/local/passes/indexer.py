@@ -83,8 +83,9 @@ def sync_files(
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
+    halt = follow.halt if follow is not None else None
     with IsolatedReader(
-        settings.data_folder, settings.read_timeout_s, readers=settings.readers
+        settings.data_folder, settings.read_timeout_s, halt=halt, readers=settings.readers
     ) as reader:
 
         def read(path: Path) -> Document:
@@ -158,6 +159,7 @@ class _NotedChanges(threading.Thread):
                                 IsolatedReader(
                                     s.data_folder,
                                     s.read_timeout_s,
+                                    halt=self._follow.halt,
                                     readers=s.readers,
                                 )
                             )

@@ -118,6 +118,19 @@ def gone_paths(known: Iterable[str], listing: ScanResult, scope: Scope | None) -
     ]
 
 
+def unlisted_records(listing: ScanResult) -> list[FileRecord]:
+    """A failure for each folder the scan could not list (its path ends in "/"), so that
+    it is counted among the failures, with its reason, until it can be listed again. The
+    data folder itself is not one: a scan that cannot list it has nothing to index."""
+    return [
+        FileRecord(
+            prefix, "", -1, 0, None, "failed", f"cannot list this folder: {listing.why[prefix]}"
+        )
+        for prefix in listing.unlisted
+        if prefix and prefix in listing.why
+    ]
+
+
 def failure_record(f: ScannedFile, ext: str, size: int, e: ReadError) -> FileRecord:
     """What is recorded of a file that could not be read, logged once."""
     reason = str(e) or type(e).__name__

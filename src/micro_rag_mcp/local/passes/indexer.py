@@ -26,10 +26,11 @@ from micro_rag_mcp.ingest.files import (
     gone_paths,
     read_cost,
     scan_rules,
+    unlisted_records,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
-from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, Scope, scan
+from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, ScanResult, Scope, scan
 from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.vectors.store import VectorStore
@@ -76,7 +77,8 @@ def sync_files(
     listing = scan(scan_rules(settings), scope)
     record_skipped(catalog, listing.skipped, scope)
     found = sorted(listing.files, key=order)
-    gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
+    gone = _folders_in_line(catalog, counts, listing, gone_paths(known, listing, scope))
+    gone, moved = _move(catalog, counts, known, gone, found)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         _forget(catalog, counts, rel)
@@ -210,6 +212,7 @@ def _sync_noted(
     record_skipped(catalog, listing.skipped, noted)
     known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
     gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
+    gone = _folders_in_line(catalog, counts, listing, gone)
     gone, moved = _move(catalog, counts, known, gone, listing.files)
     for rel in gone:
         _forget(catalog, counts, rel)
@@ -227,6 +230,21 @@ def _sync_noted(
             known[f.rel] = (rec.size, rec.mtime_ns)
     logger.debug("took %d changed paths ahead of the pass", len(paths))
     return {f.rel for f in listing.files} | set(paths)
+
+
+def _folders_in_line(
+    catalog: Catalog, counts: SyncCounts, listing: ScanResult, gone: list[str]
+) -> list[str]:
+    """Record each folder the scan could not list as a failure (``unlisted_records``),
+    and forget those that are listed again; the paths of the gone files left."""
+    for record in unlisted_records(listing):
+        counts.failed.append((record.path, record.error or ""))
+        if catalog.file_record(record.path) != record:
+            catalog.writes.store_file(record, [])
+    for rel in gone:
+        if rel.endswith("/"):
+            catalog.writes.remove_file(rel)
+    return [rel for rel in gone if not rel.endswith("/")]
 
 
 def _move(

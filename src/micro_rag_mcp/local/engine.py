@@ -104,7 +104,7 @@ class Engine:
             self._pool,
         )
         self.states = IndexStates(parts)
-        self.searcher = Searcher(parts, lambda: self.params, self.states)
+        self.searcher = Searcher(parts, lambda: self.params, self.states, self._rebuild)
         self.reader = Reader(parts)
 
     # -- life cycle ----------------------------------------------------------------
@@ -224,6 +224,21 @@ class Engine:
             return self._writer.run(who, scope, force, progress)
         finally:
             self._model.release_memory()
+
+    def _rebuild(self) -> None:
+        """Index the whole folder again, in the background: the index was deleted."""
+        if self._watcher.queue_everything():
+            return
+        threading.Thread(target=self._rebuild_now, name="micro-rag-rebuild", daemon=True).start()
+
+    def _rebuild_now(self) -> None:
+        logger.warning("the index in %s is gone; rebuilding it", self.paths.folder)
+        try:
+            self.refresh(None)
+        except (IndexBusy, Stopped):
+            pass  # a pass that runs now rebuilds it; a stopping server does not
+        except MicroRagError as e:
+            logger.error("rebuilding the index failed: %s", e)
 
     def _holds_under(self, folder: str) -> bool:
         """Whether the index holds files under ``folder`` (relative)."""

@@ -93,6 +93,7 @@ class Writer:
         self._turn: _Turn | None = None  # the pass running in this process
         self._client = False  # a client's pass runs or waits for its turn
         self.write_fault: str | None = None  # why the last pass could not write the index
+        self.wrote = False  # a pass of this process has written the index
 
     @property
     def running(self) -> bool:
@@ -135,6 +136,7 @@ class Writer:
                 with self._changed:
                     self._client = False
         self.write_fault = None
+        self.wrote = True
         return report
 
     def _locked_pass(

@@ -14,9 +14,14 @@ registry or replacing its reader) and may hold ``LACKING`` (suffixes to have no 
 from __future__ import annotations
 
 import importlib
+import logging
+from collections.abc import Collection
+from pathlib import Path
 from types import ModuleType
 
 from micro_rag_mcp.core.formats import FORMATS
+
+logger = logging.getLogger(__name__)
 
 
 def _module(name: str) -> ModuleType | None:
@@ -44,3 +49,30 @@ def lacking(name: str = "") -> frozenset[str]:
         missing |= set(getattr(module, "LACKING", ()))
         missing -= set(getattr(module, "READERS", {}))
     return frozenset(missing)
+
+
+def left_to_others(folder: Path, gone: list[str], lacking: Collection[str]) -> list[str]:
+    """The ``gone`` paths (relative to ``folder``) less the files still there whose format
+    this installation has no reader for.
+
+    Another installation on the same folder (one with the ``ocr`` extra) indexed them;
+    they are left as it stored them, not dropped here to be read again there at its next
+    start (27 s of OCR a start, on a folder of a few scans).
+    """
+    if not lacking:
+        return gone
+    kept = {rel for rel in gone if _suffix(rel) in lacking and (folder / rel).exists()}
+    if kept:
+        logger.info(
+            "%d files of formats this installation cannot read (%s) are kept as another "
+            "installation indexed them",
+            len(kept),
+            ", ".join(sorted({_suffix(rel) for rel in kept})),
+        )
+    return [rel for rel in gone if rel not in kept]
+
+
+def _suffix(rel: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return name[dot:].lower() if dot > 0 else ""

@@ -27,6 +27,7 @@ from micro_rag_mcp.core.results import (
     TextPassage,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.extra_readers import lacking
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.answers.listing import CatalogListing
 from micro_rag_mcp.local.answers.reader import Reader
@@ -287,7 +288,7 @@ class Engine:
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
-        return summarize(self.paths)
+        return summarize(self.paths, lacking(self.settings.readers))
 
     def written_elsewhere(self) -> bool:
         return not self._writer.running and lock_is_held(self.paths.lock)

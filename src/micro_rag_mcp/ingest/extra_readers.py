@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Container
 from pathlib import Path
 from types import ModuleType
 
@@ -70,6 +70,12 @@ def left_to_others(folder: Path, gone: list[str], lacking: Collection[str]) -> l
             ", ".join(sorted({_suffix(rel) for rel in kept})),
         )
     return [rel for rel in gone if rel not in kept]
+
+
+def read_here(rel: str, known: Container[str], lacking: Collection[str]) -> bool:
+    """Whether this installation reads the file at ``rel``: not one already indexed
+    (``known``) from a format it has no reader for (see ``left_to_others``)."""
+    return not lacking or rel not in known or _suffix(rel) not in lacking
 
 
 def _suffix(rel: str) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.extra_readers import lacking, left_to_others, read_here
 from micro_rag_mcp.ingest.files import (
     EMBED_BATCH,
     SyncCounts,
@@ -100,7 +101,10 @@ def sync_store(
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
     found = sorted((f for f in listing.files if in_shard(f.rel, shard)), key=read_cost)
-    gone = gone_paths(known, listing, scope)
+    # Files of formats this installation cannot read stay as another one stored them.
+    others = lacking(settings.readers)
+    found = [f for f in found if read_here(f.rel, known, others)]
+    gone = left_to_others(settings.data_folder, gone_paths(known, listing, scope), others)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         forget(index, rel)

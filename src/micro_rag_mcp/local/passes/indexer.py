@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.ingest.extra_readers import lacking, left_to_others
+from micro_rag_mcp.ingest.extra_readers import lacking, left_to_others, read_here
 from micro_rag_mcp.ingest.files import (
     SyncCounts,
     decide,
@@ -79,7 +78,7 @@ def sync_files(
     listing = scan(scan_rules(settings), scope)
     record_skipped(catalog, listing.skipped, scope)
     others = lacking(settings.readers)
-    found = sorted((f for f in listing.files if _ours(f.rel, known, others)), key=order)
+    found = sorted((f for f in listing.files if read_here(f.rel, known, others)), key=order)
     gone = _folders_in_line(catalog, counts, listing, gone_paths(known, listing, scope))
     gone = left_to_others(settings.data_folder, gone, others)
     gone, moved = _move(catalog, counts, known, gone, found)
@@ -235,12 +234,6 @@ def _sync_noted(
             known[f.rel] = (rec.size, rec.mtime_ns)
     logger.debug("took %d changed paths ahead of the pass", len(paths))
     return {f.rel for f in listing.files} | set(paths)
-
-
-def _ours(rel: str, known: Collection[str], others: Collection[str]) -> bool:
-    """Whether this installation reads the file: not one another indexed from a format
-    this one has no reader for (see ``extra_readers.left_to_others``)."""
-    return rel not in known or not others or os.path.splitext(rel)[1].lower() not in others
 
 
 def _folders_in_line(

@@ -39,8 +39,9 @@ def too_deep(data: Path) -> str:
         os.close(note)
     finally:
         os.close(fd)
-    # The last folder whose path still fits is listed; the one inside it is not.
-    fits = (4095 - len(str(data)) - 1) // (len(NAME) + 1)
+    # A path of up to 4095 bytes can be listed: the last folder whose path fits is, the
+    # one inside it is not.
+    fits = (4095 - len(str(data))) // (len(NAME) + 1)
     return "/".join([NAME] * (fits + 1)) + "/"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from micro_rag_mcp.core.errors import MicroRagError, NotIndexed
 from micro_rag_mcp.local.engine import Engine
 from tests.conftest import eventually, make_settings
 from tests.fakes import FakeEmbedder
@@ -35,6 +36,27 @@ def test_a_search_after_the_index_is_deleted_says_so_and_the_index_is_rebuilt(
         assert not any(n.startswith("nothing is indexed yet") for n in outcome.notices)
         eventually(lambda: paths_found(engine, "heron") == {"heron.md"}, "the index rebuilt")
         assert engine.status().files_indexed == 1
+    finally:
+        engine.stop()
+
+
+def read_text(engine: Engine, path: str) -> str | None:
+    """The file's indexed text, or None while it cannot be read (being rebuilt)."""
+    try:
+        return engine.read(path).text
+    except MicroRagError:
+        return None
+
+
+def test_a_read_after_the_index_is_deleted_says_so_and_the_index_is_rebuilt(data: Path) -> None:
+    write(data / "heron.md", "a note about the grey heron")
+    engine = Engine(make_settings(data), FakeEmbedder)
+    try:
+        engine.reindex()
+        shutil.rmtree(data / "index")
+        with pytest.raises(NotIndexed, match="was deleted while the server ran"):
+            engine.read("heron.md")
+        eventually(lambda: read_text(engine, "heron.md") == "a note about the grey heron")
     finally:
         engine.stop()
 

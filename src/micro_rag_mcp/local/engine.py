@@ -106,7 +106,7 @@ class Engine:
         )
         self.states = IndexStates(parts)
         self.searcher = Searcher(parts, lambda: self.params, self.states, self._rebuild)
-        self.reader = Reader(parts)
+        self.reader = Reader(parts, self._rebuild)
 
     # -- life cycle ----------------------------------------------------------------
 

@@ -209,6 +209,10 @@ class Screens:
         table.add_row("files", f"{s.files_indexed} indexed, {s.files_failed} failed")
         if s.skipped:
             table.add_row("skipped", Text("; ".join(_skip_line(g) for g in s.skipped)))
+        if s.kept:
+            files = ", ".join(f"{n} {ext}" for ext, n in s.kept.items())
+            said = f"{files}: indexed by an installation that reads them; this one cannot"
+            table.add_row("kept", Text(said))
         table.add_row("chunks", f"{s.chunks}, {s.chunks_with_vectors} with a saved vector")
         # An id's parts apart, so a narrow terminal wraps between them, not inside a word.
         table.add_row("model", Text(f"{_spaced(s.vector_model) or 'none yet'} ({model})"))

@@ -225,6 +225,9 @@ class IndexSummary:
     last_indexed_at: float | None  # when a file's text was last stored
     writer: WriterInfo | None  # None: nobody is writing the index
     skipped: tuple[SkipGroup, ...] = ()  # entries the scans left out, by reason
+    # Suffix -> files of it indexed by another installation, which reads a format this one
+    # cannot (one with the ocr extra): kept as they were stored (``extra_readers``).
+    kept: dict[str, int] = field(default_factory=dict)
 
 
 def state_notices(state: IndexState) -> list[str]:

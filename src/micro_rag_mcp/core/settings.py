@@ -76,6 +76,9 @@ class Settings:
     # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
     model_precision: Precision = "fp32"
     poll_interval_s: float = DEFAULT_POLL_S
+    # A module of readers added to the registry, in the reader process too (a seam for
+    # tests; see ingest/extra_readers.py); "" for the installation's own readers only.
+    readers: str = ""
 
     @property
     def scope_record(self) -> str:

@@ -2,7 +2,9 @@
 
 Document parsers (PDF, Office, HTML, ...) run arbitrary work on untrusted bytes. The
 reader process has a memory ceiling, and a file that takes longer than the time limit has
-its reader killed and is recorded as failed; the next file gets a fresh reader.
+its reader killed and is recorded as failed; the next file gets a fresh reader. A stop
+asked meanwhile (``halt``) kills the reader too: OCR of a scan can take a minute, and a
+server that is told to stop must not wait for it.
 
 What the reader logs while it reads a file (its own warnings, a parser's, Python's
 ``warnings``, text a library prints to ``sys.stderr``) is sent back with the answer and
@@ -24,11 +26,14 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from micro_rag_mcp.core.errors import ReadError
+from micro_rag_mcp.core.errors import ReadError, Stopped
+from micro_rag_mcp.ingest import extra_readers
 from micro_rag_mcp.ingest.readers import Document, read_document
 from micro_rag_mcp.ingest.readers.ocr import ocr_installed
 
@@ -102,10 +107,14 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
 
 
-def _serve(conn: Connection, memory_bytes: int) -> None:
+HALT_CHECK_S = 0.1  # how often a read looks whether it is to stop
+
+
+def _serve(conn: Connection, memory_bytes: int, readers: str = "") -> None:
     """The reader process: read each requested file, answer with text or a reason, and
     the lines it logged meanwhile."""
     _die_with_parent()
+    extra_readers.install(readers)
     with contextlib.suppress(ValueError, OSError):  # a lower hard limit is already in place
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     lines = _ReadLog()
@@ -199,12 +208,24 @@ class IsolatedReader:
     """``read_document`` in a long-lived child process with a per-file time limit.
 
     ``peak_memory_bytes`` is the highest peak resident memory a reader process reported
-    (each answer carries it), so a caller can see what its files cost.
+    (each answer carries it), so a caller can see what its files cost. Once ``halt`` is
+    set, a read under way kills its reader and raises ``Stopped``. ``readers``: a module
+    of readers the reader process adds to its registry (``extra_readers``).
     """
 
-    def __init__(self, root: Path, timeout_s: float, memory_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        timeout_s: float,
+        memory_bytes: int | None = None,
+        *,
+        halt: threading.Event | None = None,
+        readers: str = "",
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.timeout_s = timeout_s
+        self.halt = halt
+        self.readers = readers
         self.memory_bytes = memory_bytes if memory_bytes is not None else reader_memory_bytes()
         self.peak_memory_bytes = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -214,10 +235,12 @@ class IsolatedReader:
         conn = self._connection()
         try:
             conn.send((str(path), max_bytes, str(self.root)))
-            if not conn.poll(self.timeout_s):
+            if not self._answered(conn):
                 assert self._proc is not None
                 self._proc.kill()
                 self._kill()
+                if self.halt is not None and self.halt.is_set():
+                    raise Stopped(f"reading {path.name} was stopped")
                 raise ReadError(
                     f"reading took longer than {self.timeout_s:g} s; skipped (the file may "
                     "be pathological)",
@@ -237,6 +260,18 @@ class IsolatedReader:
             return Document(*answer[1:])
         raise ReadError(answer[1], transient=answer[2])
 
+    def _answered(self, conn: Connection) -> bool:
+        """Whether the reader answers within the time limit, and before a stop."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if self.halt is None:
+                return conn.poll(max(left, 0.0))
+            if conn.poll(max(min(left, HALT_CHECK_S), 0.0)):
+                return True
+            if left <= 0 or self.halt.is_set():
+                return False
+
     def _connection(self) -> Connection:
         if self._conn is not None and self._proc is not None and self._proc.poll() is None:
             return self._conn
@@ -252,6 +287,7 @@ class IsolatedReader:
                 "micro_rag_mcp.ingest.isolation",
                 str(theirs.fileno()),
                 str(self.memory_bytes),
+                self.readers,
             ],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
@@ -287,4 +323,4 @@ if __name__ == "__main__":
     from micro_rag_mcp.core.logfmt import log_to_stderr
 
     log_to_stderr("%(asctime)s %(levelname)s micro_rag_mcp.reader: %(message)s", logging.WARNING)
-    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]))
+    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")

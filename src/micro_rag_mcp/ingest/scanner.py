@@ -37,6 +37,7 @@ class ScanResult:
     files: list[ScannedFile]
     unlisted: list[str]  # folders (relative, "" for the root) that could not be listed
     skipped: list[Skip] = field(default_factory=list)  # in scope, left out (see ``skipped``)
+    why: dict[str, str] = field(default_factory=dict)  # unlisted folder -> the system's reason
 
     def may_hold(self, rel: str) -> bool:
         """Whether ``rel`` could exist unseen, inside a folder that could not be listed."""
@@ -79,12 +80,17 @@ def scan(rules: ScanRules, scope: Scope | None = None) -> ScanResult:
     """
     unlisted: list[str] = []
     skipped: list[Skip] = []
-    files = list(_walk(rules, scope, unlisted, skipped))
-    return ScanResult(files, unlisted, skipped)
+    why: dict[str, str] = {}
+    files = list(_walk(rules, scope, unlisted, skipped, why))
+    return ScanResult(files, unlisted, skipped, why)
 
 
 def _walk(
-    rules: ScanRules, scope: Scope | None, unlisted: list[str], skipped: list[Skip]
+    rules: ScanRules,
+    scope: Scope | None,
+    unlisted: list[str],
+    skipped: list[Skip],
+    why: dict[str, str],
 ) -> Iterator[ScannedFile]:
     root = Path(os.path.realpath(rules.root))
     exclude = {os.path.realpath(p) for p in rules.exclude}
@@ -98,6 +104,7 @@ def _walk(
         except OSError as e:
             logger.warning("cannot list %s: %s", folder, e.strerror or e)
             unlisted.append(prefix)
+            why[prefix] = e.strerror or str(e)
             continue
         local = inherited
         if rules.ignore_files:

@@ -27,6 +27,7 @@ from micro_rag_mcp.core.results import (
     TextPassage,
 )
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.extra_readers import lacking
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.answers.listing import CatalogListing
 from micro_rag_mcp.local.answers.reader import Reader
@@ -107,8 +108,8 @@ class Engine:
             self._pool,
         )
         self.states = IndexStates(parts)
-        self.searcher = Searcher(parts, lambda: self.params, self.states)
-        self.reader = Reader(parts)
+        self.searcher = Searcher(parts, lambda: self.params, self.states, self._rebuild)
+        self.reader = Reader(parts, self._rebuild)
 
     # -- life cycle ----------------------------------------------------------------
 
@@ -228,6 +229,21 @@ class Engine:
         finally:
             self._model.release_memory()
 
+    def _rebuild(self) -> None:
+        """Index the whole folder again, in the background: the index was deleted."""
+        if self._watcher.queue_everything():
+            return
+        threading.Thread(target=self._rebuild_now, name="micro-rag-rebuild", daemon=True).start()
+
+    def _rebuild_now(self) -> None:
+        logger.warning("the index in %s is gone; rebuilding it", self.paths.folder)
+        try:
+            self.refresh(None)
+        except (IndexBusy, Stopped):
+            pass  # a pass that runs now rebuilds it; a stopping server does not
+        except MicroRagError as e:
+            logger.error("rebuilding the index failed: %s", e)
+
     def _holds_under(self, folder: str) -> bool:
         """Whether the index holds files under ``folder`` (relative)."""
         try:
@@ -275,7 +291,7 @@ class Engine:
 
     def status(self) -> IndexSummary:
         """What the index folder holds, read without writing or loading the model."""
-        return summarize(self.paths)
+        return summarize(self.paths, lacking(self.settings.readers))
 
     def written_elsewhere(self) -> bool:
         return not self._writer.running and lock_is_held(self.paths.lock)

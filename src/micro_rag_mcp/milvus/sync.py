@@ -34,11 +34,13 @@ from typing import TYPE_CHECKING
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.extra_readers import lacking, left_to_others, read_here
 from micro_rag_mcp.ingest.files import (
     EMBED_BATCH,
     SyncCounts,
     decide,
     gone_paths,
+    read_cost,
     scan_rules,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
@@ -93,8 +95,11 @@ def sync_store(
     listing = scan(scan_rules(settings), scope)
     if skipped is not None:
         record_skipped(skipped, listing.skipped, scope)
-    found = [f for f in listing.files if in_shard(f.rel, shard)]
-    gone = gone_paths(known, listing, scope)
+    found = sorted((f for f in listing.files if in_shard(f.rel, shard)), key=read_cost)
+    # Files of formats this installation cannot read stay as another one stored them.
+    others = lacking(settings.readers)
+    found = [f for f in found if read_here(f.rel, known, others)]
+    gone = left_to_others(settings.data_folder, gone_paths(known, listing, scope), others)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         forget(index, rel)
@@ -102,7 +107,9 @@ def sync_store(
         if progress:
             progress(Progress("reading", done, total, rel))
     writer = _BatchWriter(index, embedder, progress, batch_chunks)
-    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+    with IsolatedReader(
+        settings.data_folder, settings.read_timeout_s, readers=settings.readers
+    ) as reader:
 
         def read(path: Path) -> Document:
             return reader.read(path, max_bytes=settings.max_file_bytes)

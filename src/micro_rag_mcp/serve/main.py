@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -189,14 +190,15 @@ def installed_command(name: str) -> str:
     return os.path.abspath(found) if found else name
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Serve in this process alone (``service.entry`` decides whether a launch does)."""
+def main(argv: Sequence[str] | None = None, *, readers: str = "") -> int:
+    """Serve in this process alone (``service.entry`` decides whether a launch does);
+    ``readers``: a module of readers to add (``Settings.readers``)."""
     from micro_rag_mcp.model.handle import model_loader
     from micro_rag_mcp.store import prepare
 
     args = build_parser().parse_args(argv)
     try:
-        settings = settings_from_args(args)
+        settings = dataclasses.replace(settings_from_args(args), readers=readers)
         store = store_from_args(args)
         prepare(settings, store, given=args.index_folder is not None)
     except ConfigError as e:

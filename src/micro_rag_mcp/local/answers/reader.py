@@ -4,6 +4,7 @@ or an anchor's passage (``search.reading``), from a catalog reader of its own.""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from micro_rag_mcp.core.errors import IndexUnreadable, NotIndexed
 from micro_rag_mcp.core.fsutil import lock_is_held
@@ -17,10 +18,11 @@ from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
 class Reader:
     """The ``read`` of one index."""
 
-    def __init__(self, parts: AnswerParts) -> None:
+    def __init__(self, parts: AnswerParts, rebuild: Callable[[], None] = lambda: None) -> None:
         self.settings = parts.settings
         self.paths = parts.paths
         self._writer = parts.writer
+        self._rebuild = rebuild  # the index was deleted under this server (see Searcher)
 
     def read(
         self,
@@ -38,6 +40,13 @@ class Reader:
         try:
             catalog = Catalog.open_reader(self.paths.catalog)
         except CatalogCorrupt as e:
+            if self._writer.wrote:
+                if not self._writer.running:
+                    self._rebuild()
+                raise NotIndexed(
+                    f"the index in {self.paths.folder} was deleted while the server ran: it is "
+                    "being rebuilt from the folder, read again in a moment"
+                ) from e
             raise NotIndexed(
                 f"no file {shown(path)} in the index: nothing is indexed yet"
                 + (" (indexing is running)" if indexing else "")

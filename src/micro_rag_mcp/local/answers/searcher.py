@@ -49,7 +49,11 @@ class Searcher:
     """
 
     def __init__(
-        self, parts: AnswerParts, params: Callable[[], SearchParams], states: IndexStates
+        self,
+        parts: AnswerParts,
+        params: Callable[[], SearchParams],
+        states: IndexStates,
+        rebuild: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = parts.settings
         self._params = params
@@ -60,6 +64,8 @@ class Searcher:
         self._watcher = parts.watcher
         self._pool = parts.pool
         self._readers = ReaderPool(parts.paths.catalog)
+        self._index_folder = parts.paths.folder
+        self._rebuild = rebuild
         self._scopes = ScopeCache()
 
     def close(self) -> None:
@@ -88,9 +94,7 @@ class Searcher:
             except CatalogCorrupt:
                 self._model_notices(self._model.get(self.settings.model_wait_s), notices)
                 state = self._states.of(None)
-                notices.append(
-                    "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
-                )
+                notices.append(self._nothing_notice(state))
                 return SearchOutcome([], state, notices)
             within = self._scopes.resolve(catalog, scope) if scope is not None else None
             if within is not None and within.empty:
@@ -102,6 +106,18 @@ class Searcher:
         notices.extend(found_notices(found, score_threshold))
         weak = found.no_good_match and bool(found.hits)
         return SearchOutcome(found.hits, state, notices, no_good_match=weak)
+
+    def _nothing_notice(self, state: IndexState) -> str:
+        """Why nothing is indexed: not yet, or the index was deleted under this server
+        (which then rebuilds it; a search must not say "not yet" until someone reindexes)."""
+        if not self._writer.wrote:
+            return "nothing is indexed yet" + (": indexing is running" if state.indexing else "")
+        if not self._writer.running:
+            self._rebuild()
+        return (
+            f"the index in {self._index_folder} was deleted while the server ran: it is being "
+            "rebuilt from the folder, search again in a moment"
+        )
 
     def _search_in(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def summarize(paths: IndexPaths) -> IndexSummary:
-    """Files by state, failures, chunks, saved vectors, size, last change, the writer.
+def summarize(paths: IndexPaths, lacking: Collection[str] = ()) -> IndexSummary:
+    """Files by state, failures, chunks, saved vectors, size, last change, the writer;
+    and the files indexed from formats this installation has no reader for (``lacking``).
 
     Raises ``NotIndexed`` when the folder holds no catalog yet, ``IndexUnreadable`` when
     it cannot be read.
@@ -44,6 +46,7 @@ def summarize(paths: IndexPaths) -> IndexSummary:
             chunking = catalog.get_meta("chunking")
             keys = catalog.chunks.id_keys()[1]
             skipped = recorded(catalog)
+            kept = _kept(catalog, lacking)
     except sqlite3.DatabaseError as e:
         raise IndexUnreadable(f"the index in {paths.folder} cannot be read right now ({e})") from e
     finally:
@@ -61,7 +64,19 @@ def summarize(paths: IndexPaths) -> IndexSummary:
         last_indexed_at=last,
         writer=_writer(paths.lock),
         skipped=skipped,
+        kept=kept,
     )
+
+
+def _kept(catalog: Catalog, lacking: Collection[str]) -> dict[str, int]:
+    """How many indexed files of each suffix in ``lacking`` the catalog holds."""
+    if not lacking:
+        return {}
+    kept: dict[str, int] = {}
+    for record in catalog.files().values():
+        if record.status == "ok" and record.ext in lacking:
+            kept[record.ext] = kept.get(record.ext, 0) + 1
+    return dict(sorted(kept.items()))
 
 
 def _saved_vectors(path: Path, keys: npt.NDArray[np.int64]) -> int:

@@ -15,19 +15,23 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import Progress, ProgressFn
 from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.ingest.extra_readers import lacking, left_to_others, read_here
 from micro_rag_mcp.ingest.files import (
     SyncCounts,
     decide,
     gone_paths,
+    read_cost,
     scan_rules,
+    unlisted_records,
 )
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from micro_rag_mcp.ingest.readers import Document
-from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, Scope, scan
+from micro_rag_mcp.ingest.scanner import PathSet, ScannedFile, ScanResult, Scope, scan
 from micro_rag_mcp.ingest.skipped import record as record_skipped
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.vectors.store import VectorStore
@@ -58,8 +62,10 @@ def sync_files(
     progress: ProgressFn | None = None,
     counts: SyncCounts | None = None,
     follow: Follow | None = None,
+    order: Callable[[ScannedFile], Any] = read_cost,
 ) -> SyncCounts:
-    """Make the catalog match the files in scope, file by file.
+    """Make the catalog match the files in scope, file by file, in the ``order`` of their
+    cost to read (the cheap are searchable first; see ``read_cost``).
 
     Vectors are left alone: their keys are the text's (see ``drop_orphans``). ``progress``
     hears of every file read or removed, and of every ``QUIET_STEP``-th file skipped
@@ -71,15 +77,21 @@ def sync_files(
     failed = {p for p, _ in catalog.failures()}  # a failed file is not counted unchanged
     listing = scan(scan_rules(settings), scope)
     record_skipped(catalog, listing.skipped, scope)
-    found = listing.files
-    gone, moved = _move(catalog, counts, known, gone_paths(known, listing, scope), found)
+    others = lacking(settings.readers)
+    found = sorted((f for f in listing.files if read_here(f.rel, known, others)), key=order)
+    gone = _folders_in_line(catalog, counts, listing, gone_paths(known, listing, scope))
+    gone = left_to_others(settings.data_folder, gone, others)
+    gone, moved = _move(catalog, counts, known, gone, found)
     total = len(found) + len(gone)
     for done, rel in enumerate(gone, 1):
         _forget(catalog, counts, rel)
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
-    with IsolatedReader(settings.data_folder, settings.read_timeout_s) as reader:
+    halt = follow.halt if follow is not None else None
+    with IsolatedReader(
+        settings.data_folder, settings.read_timeout_s, halt=halt, readers=settings.readers
+    ) as reader:
 
         def read(path: Path) -> Document:
             if progress:  # so that a file slow to read can be named while it is read
@@ -151,7 +163,12 @@ class _NotedChanges(threading.Thread):
                         if reader is None:  # started at the first change: most passes see none
                             s = self._settings
                             reader = held.enter_context(
-                                IsolatedReader(s.data_folder, s.read_timeout_s)
+                                IsolatedReader(
+                                    s.data_folder,
+                                    s.read_timeout_s,
+                                    halt=self._follow.halt,
+                                    readers=s.readers,
+                                )
                             )
                         self.handled |= self._sync(catalog, reader, paths)
                     if self._follow.halt.wait(FOLLOW_S):
@@ -200,6 +217,8 @@ def _sync_noted(
     record_skipped(catalog, listing.skipped, noted)
     known.update(catalog.stamps_under(noted.paths))  # stored by this pass since it began
     gone = gone_paths(catalog.stamps_under(noted.paths), listing, noted)
+    gone = _folders_in_line(catalog, counts, listing, gone)
+    gone = left_to_others(settings.data_folder, gone, lacking(settings.readers))
     gone, moved = _move(catalog, counts, known, gone, listing.files)
     for rel in gone:
         _forget(catalog, counts, rel)
@@ -217,6 +236,21 @@ def _sync_noted(
             known[f.rel] = (rec.size, rec.mtime_ns)
     logger.debug("took %d changed paths ahead of the pass", len(paths))
     return {f.rel for f in listing.files} | set(paths)
+
+
+def _folders_in_line(
+    catalog: Catalog, counts: SyncCounts, listing: ScanResult, gone: list[str]
+) -> list[str]:
+    """Record each folder the scan could not list as a failure (``unlisted_records``),
+    and forget those that are listed again; the paths of the gone files left."""
+    for record in unlisted_records(listing):
+        counts.failed.append((record.path, record.error or ""))
+        if catalog.file_record(record.path) != record:
+            catalog.writes.store_file(record, [])
+    for rel in gone:
+        if rel.endswith("/"):
+            catalog.writes.remove_file(rel)
+    return [rel for rel in gone if not rel.endswith("/")]
 
 
 def _move(

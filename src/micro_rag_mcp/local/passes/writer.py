@@ -33,6 +33,7 @@ from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.core.shown import first_few
+from micro_rag_mcp.ingest.extra_readers import lacking
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
@@ -93,6 +94,7 @@ class Writer:
         self._turn: _Turn | None = None  # the pass running in this process
         self._client = False  # a client's pass runs or waits for its turn
         self.write_fault: str | None = None  # why the last pass could not write the index
+        self.wrote = False  # a pass of this process has written the index
 
     @property
     def running(self) -> bool:
@@ -135,6 +137,7 @@ class Writer:
                 with self._changed:
                     self._client = False
         self.write_fault = None
+        self.wrote = True
         return report
 
     def _locked_pass(
@@ -264,12 +267,27 @@ class Writer:
             catalog.writes.forget_stamps()
 
     def _record_scope(self, catalog: Catalog) -> None:
+        if _only_unreadable_differ(catalog.get_meta("scope"), self.settings):
+            return  # another installation's record, which also reads what this one cannot
         _record(
             catalog,
             "scope",
             self.settings.scope_record,
             "files it no longer takes are removed, those it now takes are added",
         )
+
+
+def _only_unreadable_differ(stored: str | None, settings: Settings) -> bool:
+    """Whether a recorded scope is this one's but for suffixes this installation has no
+    reader for (one with the ``ocr`` extra takes images): it is left as it is."""
+    try:
+        recorded = json.loads(stored or "")
+        ours = json.loads(settings.scope_record)
+        extra = set(recorded["exts"]) - set(ours["exts"])
+        recorded["exts"] = [e for e in recorded["exts"] if e not in extra]
+    except (ValueError, TypeError, KeyError):
+        return False
+    return bool(extra) and extra <= lacking(settings.readers) and recorded == ours
 
 
 def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:

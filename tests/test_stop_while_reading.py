@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from micro_rag_mcp.core.errors import Stopped
 from micro_rag_mcp.ingest.isolation import IsolatedReader
 from tests.indexkit import write

@@ -10,7 +10,8 @@ from tests.conftest import make_settings
 def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path) -> None:
     from micro_rag_mcp.core.settings import recorded_chunking
     from micro_rag_mcp.model.embedder import INT8_SUFFIX, MODEL_ID
-    from micro_rag_mcp.model.handle import recorded_precision
+    from micro_rag_mcp.model.files import E5_SMALL
+    from micro_rag_mcp.model.handle import recorded_model, recorded_precision
     from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
     settings = make_settings(data, chunk_size=640, chunk_overlap=64)
@@ -19,3 +20,17 @@ def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path
     assert recorded_precision(f"{MODEL_ID}{INT8_SUFFIX};{VECTOR_RECIPE}") == "int8"
     assert recorded_precision(f"{MODEL_ID};{VECTOR_RECIPE}") == "fp32"
     assert recorded_precision("") == "fp32"
+    assert recorded_model(f"{MODEL_ID};{VECTOR_RECIPE}") == "minilm"
+    assert recorded_model(f"{E5_SMALL.model_id};{VECTOR_RECIPE}") == "e5-small"
+    assert recorded_model("") == "minilm"
+
+
+def test_the_weights_name_the_vector_space() -> None:
+    """A change of weights is a change of vector space: an index made with other weights
+    (pyduck's fp32 MiniLM, before) re-embeds instead of mixing vectors."""
+    from micro_rag_mcp.model.embedder import MODEL_ID
+    from micro_rag_mcp.model.files import E5_SMALL, MINILM
+
+    assert f"sentence-transformers/all-MiniLM-L6-v2@{MINILM.sha256[:12]}" == MODEL_ID
+    assert MODEL_ID != "sentence-transformers/all-MiniLM-L6-v2@53aa51172d14"  # fp32, before
+    assert E5_SMALL.model_id.startswith("intfloat/multilingual-e5-small@")

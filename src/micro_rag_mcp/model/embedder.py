@@ -33,7 +33,7 @@ from micro_rag_mcp.model.files import (
 if TYPE_CHECKING:
     import numpy.typing as npt
     import onnxruntime
-    from tokenizers import Encoding, Tokenizer
+    from tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,9 @@ MODEL_ID = MINILM.model_id
 INT8_SUFFIX = "+int8"  # of the model id of the quantized encoder
 DIMENSION = 384
 DEFAULT_BATCH_SIZE = 32
+# e5 reads up to 512 tokens: a batch of 32 such holds 32 x 12 x 512 x 512 attention
+# scores (400 MB a tensor) and peaked at 1.8 GB; 8 keeps a batch's tensors near 100 MB.
+E5_BATCH_SIZE = 8
 
 
 @runtime_checkable
@@ -66,10 +69,23 @@ class Embedder(Protocol):
         ...
 
 
+class Encoding(Protocol):
+    """One text's tokens as the graph takes them (``tokenizers.Encoding`` is one)."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+    @property
+    def attention_mask(self) -> list[int]: ...
+
+    @property
+    def type_ids(self) -> list[int]: ...
+
+
 class TokenizesBatches(Protocol):
     """A tokenizer as the embedder uses it (``tokenizers.Tokenizer`` is one)."""
 
-    def encode_batch(self, texts: Sequence[str]) -> list[Encoding]: ...
+    def encode_batch(self, texts: Sequence[str]) -> Sequence[Encoding]: ...
 
 
 @runtime_checkable
@@ -142,11 +158,8 @@ class OnnxEmbedder:
             out[rows] = self._run([encodings[i] for i in rows])
         return out
 
-    def _encode(self, texts: Sequence[str], prefix: str) -> list[Encoding]:
-        encoded: list[Encoding] = self._tokenizer.encode_batch(
-            [prefix + text.strip() for text in texts]
-        )
-        return encoded
+    def _encode(self, texts: Sequence[str], prefix: str) -> Sequence[Encoding]:
+        return self._tokenizer.encode_batch([prefix + text.strip() for text in texts])
 
     def release_memory(self) -> None:
         """Give back the working memory of the largest batch so far; for when it is idle.
@@ -236,7 +249,7 @@ def open_session(model: bytes, options: onnxruntime.SessionOptions) -> onnxrunti
 
 
 def load_embedder(
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = None,
     threads: int | None = None,
     *,
     encoder: EncoderName = "minilm",
@@ -247,6 +260,7 @@ def load_embedder(
 ) -> OnnxEmbedder:
     """Load ``encoder``'s pinned weights (about 1 s for MiniLM); raise ``ModelUnavailable``.
 
+    ``batch_size``: texts a run takes (None: 32 for MiniLM, 8 for e5).
     ``threads`` sets onnxruntime's intra-op threads (None: one per core).
     ``weights_file`` skips the package lookup but is still checksum-verified.
     ``quantize`` (MiniLM only) runs an int8 copy: faster, slightly different vectors (so a
@@ -287,7 +301,7 @@ def load_embedder(
         session,
         loader.tokenizer_for(files),
         model_id=model_id,
-        batch_size=batch_size,
+        batch_size=batch_size or (E5_BATCH_SIZE if encoder == "e5-small" else DEFAULT_BATCH_SIZE),
         prefixes=loader.E5_PREFIXES if encoder == "e5-small" else ("", ""),
         keep=feeds,
     )

@@ -48,7 +48,7 @@ class Settings:
     watch: WatchMode = "auto"
     # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
     model_precision: Precision = "fp32"
-    # "e5-small": multilingual-e5-small, reads about 100 languages; about 4x the CPU time
+    # "e5-small": multilingual-e5-small, reads about 100 languages; about 2x the CPU time
     model: ModelName = "minilm"
     poll_interval_s: float = DEFAULT_POLL_S
 

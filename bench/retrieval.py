@@ -561,6 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="embed with the int8-quantized encoder (use its own --work folder)",
     )
+    p.add_argument(
+        "--model",
+        choices=("minilm", "e5-small"),
+        default="minilm",
+        help="the encoder (e5-small gets a work folder of its own)",
+    )
     return p
 
 
@@ -572,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dataset = load_dataset(args.dataset, args.qrels, args.queries)
     if args.limit:
         dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
-    suffix = "-int8" if args.int8 else ""
+    suffix = ("-int8" if args.int8 else "") + ("" if args.model == "minilm" else f"-{args.model}")
     work = args.work or work_folder(f"{dataset.name}-{args.chunk_size}{suffix}")
     ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap, args.suffix)
     if args.store:
@@ -580,7 +586,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder: Embedder = (
         NoModel()
         if args.no_model
-        else load_embedder(threads=len(os.sched_getaffinity(0)), quantize=args.int8)
+        else load_embedder(
+            threads=len(os.sched_getaffinity(0)), encoder=args.model, quantize=args.int8
+        )
     )
     if args.vectors_from:
         from bench.stored_vectors import StoredVectors

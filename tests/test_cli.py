@@ -380,6 +380,11 @@ def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Pat
     catalog.set_meta("vector_model", "sentence-transformers/all-MiniLM-L6-v2@x+int8;title+text")
     catalog.close()
     assert _index_settings(args).model_precision == "int8"
+    assert _index_settings(args).model == "minilm"
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3")
+    catalog.set_meta("vector_model", "intfloat/multilingual-e5-small@x;title+text")
+    catalog.close()
+    assert _index_settings(args).model == "e5-small"
 
 
 def test_index_follows_the_files_the_index_takes_unless_told_otherwise(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from micro_rag_mcp.model.embedder import find_model_dir
+from micro_rag_mcp.model.files import MINILM, find_weights
 from tests.docfactory import Heading, Table, make_docx, make_pdf
 from tests.formatfactory import (
     Slide,
@@ -122,7 +122,7 @@ def test_the_server_writes_nothing_outside_its_index_folder(
     # Caches and telemetry follow HOME (or XDG_*); libraries can be told off by ORT_*.
     inherited = {k: v for k, v in (params.env or {}).items() if not k.startswith(("XDG_", "ORT_"))}
     params.env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp)}
-    model_dir = find_model_dir()  # its weights are mapped by the server: read, never written
+    model_dir = find_weights(MINILM).parent  # its weights are read by the server, never written
     model_files = {p.name: p.stat().st_mtime_ns for p in model_dir.iterdir()}
 
     async def main() -> None:
@@ -208,6 +208,7 @@ def test_bad_flags_exit_2_with_one_line_before_any_protocol(tmp_path: Path) -> N
         (["--title", " "], "--title"),
         (["--poll-interval", "0"], "--poll-interval"),
         (["--model-precision", "fp16"], "--model-precision"),
+        (["--model", "bge"], "--model"),
     ],
 )
 def test_a_rejected_flag_changes_nothing_on_disk(
@@ -236,6 +237,9 @@ def test_model_precision_reaches_the_settings(tmp_path: Path) -> None:
     assert settings_from_args(build_parser().parse_args(base)).model_precision == "fp32"
     int8 = build_parser().parse_args([*base, "--model-precision", "int8"])
     assert settings_from_args(int8).model_precision == "int8"
+    assert settings_from_args(build_parser().parse_args(base)).model == "minilm"
+    e5 = build_parser().parse_args([*base, "--model", "e5-small"])
+    assert settings_from_args(e5).model == "e5-small"
 
 
 def test_importing_the_server_loads_no_heavy_library() -> None:

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from micro_rag_mcp.core.errors import ModelUnavailable
-from micro_rag_mcp.model.embedder import MODEL_SHA256, find_model_dir, load_embedder
+from micro_rag_mcp.model.embedder import load_embedder
+from micro_rag_mcp.model.files import MINILM, find_weights
 from micro_rag_mcp.model.graph_cache import GRAPH_FILE, cached_graph, decode, encode, graph_key
 
 pytestmark = pytest.mark.slow
@@ -93,13 +94,16 @@ def test_a_killed_save_leaves_an_old_temporary_that_a_later_save_removes(tmp_pat
 
 
 def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path: Path) -> None:
+    from micro_rag_mcp.model.graphs import GRAPH_FORMAT
+
     built = load_embedder(threads=1, cache_dir=tmp_path)
     saved = tmp_path / GRAPH_FILE
     decoded = decode(saved.read_bytes())
-    assert decoded is not None and decoded[0] == graph_key(MODEL_SHA256)
+    assert decoded is not None
+    assert decoded[0] == graph_key(f"{MINILM.sha256}; format {GRAPH_FORMAT}")
     stamp = saved.stat().st_mtime_ns
 
-    def no_build(model_dir: Path) -> bytes:
+    def no_build(encoder: str, path: Path) -> bytes:
         raise AssertionError("the graph was built again")
 
     again = load_embedder(threads=1, cache_dir=tmp_path, build_graph=no_build)
@@ -111,16 +115,12 @@ def test_the_real_model_loads_from_its_kept_graph_with_the_same_vectors(tmp_path
 def test_weights_that_fail_their_checksum_are_refused_even_with_a_kept_graph(
     tmp_path: Path,
 ) -> None:
-    real = find_model_dir()
     index = tmp_path / "index"
     index.mkdir()
     load_embedder(threads=1, cache_dir=index)  # keeps the graph of the pinned weights
-    damaged = tmp_path / "model"
-    damaged.mkdir()
-    for name in ("tokenizer.json", "config.json"):
-        (damaged / name).write_bytes((real / name).read_bytes())
-    weights = bytearray((real / "model.safetensors").read_bytes())
-    weights[len(weights) // 2] ^= 0xFF  # same length: onnxruntime would open it
-    (damaged / "model.safetensors").write_bytes(bytes(weights))
+    weights = bytearray(find_weights(MINILM).read_bytes())
+    weights[len(weights) // 2] ^= 0xFF  # same length: it would parse
+    damaged = tmp_path / "model.onnx"
+    damaged.write_bytes(bytes(weights))
     with pytest.raises(ModelUnavailable, match="sha256"):
-        load_embedder(threads=1, model_dir=damaged, cache_dir=index)
+        load_embedder(threads=1, weights_file=damaged, cache_dir=index)

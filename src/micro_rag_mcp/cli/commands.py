@@ -25,12 +25,13 @@ from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_EXTS,
     DEFAULT_MAX_FILE_MB,
+    ModelName,
     Precision,
     Settings,
     recorded_chunking,
 )
 from micro_rag_mcp.ingest.scanner import PathGlob
-from micro_rag_mcp.model.handle import model_loader, recorded_precision
+from micro_rag_mcp.model.handle import model_loader, recorded_model, recorded_precision
 from micro_rag_mcp.options import check_folders, parse_excludes, parse_exts, store_from_args
 from micro_rag_mcp.store import Store, check_folder, holds_index, open_store, recorded_identity
 
@@ -69,6 +70,7 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
             index_folder=folder / "index",
             model_wait_s=0.0,
             model_precision=_index_precision(folder / "index", store_from_args(args)),
+            model=_index_model(folder / "index", store_from_args(args)),
         )
     data, index = _folders(args)
     if not holds_index(index):
@@ -79,6 +81,7 @@ def _reader_settings(args: argparse.Namespace) -> Settings:
         exts=_index_scope(index).get("exts", DEFAULT_EXTS),
         model_wait_s=0.0,
         model_precision=_index_precision(index),
+        model=_index_model(index),
     )
 
 
@@ -105,6 +108,7 @@ def _index_settings(args: argparse.Namespace, store: StoreConfig | None = None) 
         if args.max_file_size is not None
         else scope.get("max_file_bytes", int(DEFAULT_MAX_FILE_MB * 1024 * 1024)),
         model_precision=_index_precision(index, store),
+        model=_index_model(index, store),
     )
 
 
@@ -127,6 +131,12 @@ def _index_precision(index: Path, store: StoreConfig | None = None) -> Precision
     """The encoder precision an existing index's (or the store's) vectors were made
     with (fp32 for a new one), so a command never re-embeds a server's index by accident."""
     return recorded_precision(recorded_identity(index, store).get("vector_space", ""))
+
+
+def _index_model(index: Path, store: StoreConfig | None = None) -> ModelName:
+    """The encoder an existing index's (or the store's) vectors were made with (minilm
+    for a new one), so a command never re-embeds a server's index by accident."""
+    return recorded_model(recorded_identity(index, store).get("vector_space", ""))
 
 
 def _index_chunking(index: Path, store: StoreConfig | None = None) -> tuple[int, int]:
@@ -266,12 +276,12 @@ def cmd_search(args: argparse.Namespace, screens: Screens) -> int:
 
 def cmd_status(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.core.errors import ModelUnavailable
-    from micro_rag_mcp.model.embedder import find_model_dir
+    from micro_rag_mcp.model.files import ENCODERS, find_weights
 
     summary = _reader_engine(args).status()
     sessions = _sessions_in_service(args)
     try:
-        find_model_dir()
+        find_weights(ENCODERS[recorded_model(summary.vector_model or "")])
         model = "installed"
     except ModelUnavailable as e:
         model = f"unavailable: {e}"

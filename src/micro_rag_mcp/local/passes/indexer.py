@@ -47,10 +47,13 @@ class Follow:
     """How a pass takes the changes a watcher notes while it runs (``Catalog.add_pending``):
     a thread of the pass looks for them every ``FOLLOW_S`` (``_NotedChanges``) until
     ``halt`` is set; ``listed`` is set once the pass's own files are read. Their chunks
-    are embedded first (``SyncCounts.urgent``), so a change never waits for a long pass."""
+    are embedded first (``SyncCounts.urgent``), so a change never waits for a long pass.
+    ``stop`` (a pass stopped before its end) also kills a read under way; at a pass's
+    normal end a noted file being read is read to its end."""
 
     listed: threading.Event = field(default_factory=threading.Event)
     halt: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 def sync_files(
@@ -88,7 +91,7 @@ def sync_files(
         counts.removed += 1
         if progress:
             progress(Progress("reading", done, total, rel))
-    halt = follow.halt if follow is not None else None
+    halt = follow.stop if follow is not None else None
     with IsolatedReader(
         settings.data_folder, settings.read_timeout_s, halt=halt, readers=settings.readers
     ) as reader:
@@ -166,7 +169,7 @@ class _NotedChanges(threading.Thread):
                                 IsolatedReader(
                                     s.data_folder,
                                     s.read_timeout_s,
-                                    halt=self._follow.halt,
+                                    halt=self._follow.stop,
                                     readers=s.readers,
                                 )
                             )

@@ -176,6 +176,8 @@ def read_and_embed(
             embedded += _embed_urgent(catalog, vectors, embedder, reading, tally, steps)[0]
         completed = True
     finally:
+        if not completed:  # stopped or failed: a read under way is not waited for
+            reading.follow.stop.set()
         reading.halt.set()
         reading.join()
         if vectors is not None:

@@ -7,9 +7,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.indexkit import write
 from tests.milvuskit import MilvusServer, store_engine
 from tests.readerkit import gate, waiting
+
+pytestmark = pytest.mark.slow  # a real milvus-lite
 
 SCAN_TEXT = "the scanned minutes of the heron society"
 

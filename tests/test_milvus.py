@@ -32,6 +32,7 @@ from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
 from micro_rag_mcp.milvus.shards import in_shard
 from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.plan import plan_query
 from micro_rag_mcp.search.terms import query_terms, repeated_terms
 from micro_rag_mcp.serve.main import build_parser, settings_from_args
 from tests.conftest import make_settings
@@ -284,7 +285,7 @@ def keyword_evidence_of(
                 return {paths[c]: s for c, s in found}, [(h.path, h.score) for h in hits]
 
             def weights(query: str) -> tuple[float, float]:
-                _, _, ours = keyword_evidence(catalog, query, params)
+                _, ours = keyword_evidence(catalog, plan_query(query, params), params)
                 terms = repeated_terms(query, query_terms(query))
                 _, theirs = milvus_keyword_evidence(index, stats, terms, [], params.depth)
                 return ours, theirs

@@ -10,7 +10,7 @@ import pytest
 from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.search.fusion import SearchParams, convex, rrf
+from micro_rag_mcp.search.fusion import SearchParams, convex
 from micro_rag_mcp.search.terms import (
     MAX_SEARCHED_TERMS,
     STOPWORDS,
@@ -89,12 +89,6 @@ def test_a_long_query_keeps_its_words_and_searches_the_rarest(tmp_path: Path) ->
     assert {f"w{i}" for i in range(400, 500)} <= set(searched)  # the rarest, not the first
 
 
-def test_rrf_rewards_agreement_between_channels() -> None:
-    fused = rrf([([1, 2, 3], 1.0), ([3, 4], 1.0)], k=60)
-    assert max(fused, key=lambda c: fused[c]) == 3
-    assert fused[1] == pytest.approx(1 / 61)
-
-
 def test_search_finds_the_file_containing_a_phrase(engine: Engine, data: Path) -> None:
     (data / "zeppelin.txt").write_text("The airship Hindenburg burned at Lakehurst in 1937.")
     (data / "fruit.md").write_text("Apples and pears grow in orchards.")
@@ -160,8 +154,6 @@ def test_convex_fusion_keeps_a_rare_keyword_match_ahead_of_merely_similar_chunks
     keyword = {3: 12.0, 1: 2.0}  # but it alone holds the rare term: far ahead by BM25
     fused = convex(vector, keyword, vector_share=0.7)
     assert max(fused, key=lambda c: fused[c]) == 3
-    by_rank = rrf([([1, 2, 3], 1.0), ([3, 1], 1.25)], k=20)
-    assert max(by_rank, key=lambda c: by_rank[c]) == 1  # what rank fusion did instead
     assert all(0.0 <= v <= 1.0 for v in fused.values())
 
 

@@ -43,17 +43,20 @@ LONG_QUERY_TERMS = 20
 MAX_TERM_REPEATS = 4
 
 
-def repeated_terms(text: str, terms: Sequence[str]) -> list[str]:
+def repeated_terms(
+    text: str, terms: Sequence[str], max_repeats: int = MAX_TERM_REPEATS
+) -> list[str]:
     """``terms`` (``query_terms`` of ``text``), each as often as a paragraph holds it
-    (``LONG_QUERY_TERMS``); a shorter query's once each. A store searches a repeated term
-    as that many terms, as FTS5's BM25 scores a phrase given twice."""
-    if len(terms) < LONG_QUERY_TERMS:
+    (``LONG_QUERY_TERMS``), at most ``max_repeats`` times; a shorter query's once each. A
+    store searches a repeated term as that many terms, as FTS5's BM25 scores a phrase
+    given twice."""
+    if len(terms) < LONG_QUERY_TERMS or max_repeats <= 1:
         return list(terms)
     counts: dict[str, int] = {}
     for term in _TERM.findall(text.lower()):
         term = term.strip("_")
         counts[term] = counts.get(term, 0) + 1
-    return [t for t in terms for _ in range(min(counts.get(t, 1), MAX_TERM_REPEATS))]
+    return [t for t in terms for _ in range(min(counts.get(t, 1), max_repeats))]
 
 
 def within_budget(searched: Sequence[str]) -> list[str]:

@@ -1,0 +1,46 @@
+"""A query is analysed once, into the plan both stores search by."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.plan import plan_query
+from micro_rag_mcp.search.terms import MAX_TERM_REPEATS
+from tests.cjkkit import DESCRIPTION
+
+PARAGRAPH = (
+    "We study how walrus herds move along the coast each season and which routes the "
+    "herds take when the sea ice breaks up early in spring, whether herds of walrus "
+    "return to the same haul-out beaches, and how counts of walrus from aerial surveys "
+    "compare with counts from the ground."
+)
+
+
+def test_a_plan_holds_the_words_searched_without_stop_words() -> None:
+    plan = plan_query("the walrus and the parse_config of it", SearchParams())
+    assert plan.words == ("walrus", "parse_config")
+    assert plan.identifier and plan.keyword and plan.vector
+    assert plan.read_share == 1.0 and not plan.grams and not plan.whole_files
+
+
+def test_a_paragraph_repeats_its_words_unless_the_lever_is_off() -> None:
+    assert plan_query(PARAGRAPH, SearchParams()).words.count("walrus") == 3
+    assert MAX_TERM_REPEATS >= 3
+    once = plan_query(PARAGRAPH, SearchParams(max_term_repeats=1))
+    assert once.words.count("walrus") == 1
+
+
+def test_a_long_cjk_query_is_planned_against_whole_files_unless_the_lever_is_off() -> None:
+    plan = plan_query(DESCRIPTION, SearchParams())
+    assert plan.whole_files and plan.grams and plan.read_share == 0.0
+    assert not any("\u4e00" <= ch <= "\u9fff" for w in plan.words for ch in w)
+    passages = plan_query(DESCRIPTION, SearchParams(whole_files=False))
+    assert not passages.whole_files and passages.grams == plan.grams
+    assert passages.words  # its runs are searched as words again
+
+
+def test_a_channel_switched_off_is_not_planned() -> None:
+    vector_only = plan_query("walrus herds", replace(SearchParams(), channels=("vector",)))
+    assert not vector_only.keyword and not vector_only.words and vector_only.vector
+    assert not plan_query("walrus", SearchParams(channels=("keyword",))).vector

@@ -189,6 +189,8 @@ def test_no_good_match_only_when_neither_words_nor_meaning_match(
     engine.reindex()
     foreign = engine.search("ornithology migratory warbler plumage", 5, 0.0)
     assert foreign.hits and foreign.no_good_match
+    japanese = engine.search("富士山の高さは何メートルですか", 5, 0.0)  # no CJK text here
+    assert japanese.hits and japanese.no_good_match
     assert any(n.startswith("no good match") for n in foreign.notices)
     for query in ("ERR-1007", "payment service deploy error"):
         found = engine.search(query, 5, 0.0)
@@ -212,11 +214,17 @@ def test_a_query_in_cjk_is_ranked_by_its_words_and_a_mixed_one_keeps_some_vector
     assert fused[1] > 0  # the vector channel still speaks for a mixed query
 
 
-def test_no_good_match_is_not_said_for_a_query_the_encoder_cannot_read() -> None:
+def test_no_good_match_judges_a_query_the_encoder_cannot_read_by_its_words_alone() -> None:
     weak = candidates([(1, 0.1), (2, 0.05)], [(2, 0.5)])
     weak = replace(weak, keyword_idf=10.0)
     assert fuse(weak, SearchParams()).no_good_match
-    assert not fuse(replace(weak, read_share=0.0), SearchParams()).no_good_match
+    # A query in CJK: the cosines cannot tell, the share of its pairs' weight found can.
+    cjk = replace(weak, read_share=0.0)
+    assert fuse(cjk, SearchParams()).no_good_match  # 0.05 of its weight: not here
+    assert not fuse(replace(cjk, keyword=[(2, 2.5)]), SearchParams()).no_good_match
+    close = replace(cjk, cosine={1: 0.9, 2: 0.8})  # high cosines say nothing in CJK
+    assert fuse(close, SearchParams()).no_good_match
+    assert not fuse(replace(cjk, keyword=[], keyword_ran=False), SearchParams()).no_good_match
 
 
 def test_a_query_in_cjk_that_no_word_matches_is_ranked_by_its_cosines() -> None:

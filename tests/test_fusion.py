@@ -220,9 +220,11 @@ def test_no_good_match_judges_a_query_the_encoder_cannot_read_by_its_words_alone
     assert fuse(weak, SearchParams()).no_good_match
     # A query in CJK: the cosines cannot tell, the share of its pairs' weight found can.
     cjk = replace(weak, read_share=0.0)
-    assert fuse(cjk, SearchParams()).no_good_match  # 0.05 of its weight: not here
-    assert not fuse(replace(cjk, keyword=[(2, 2.5)]), SearchParams()).no_good_match
-    close = replace(cjk, cosine={1: 0.9, 2: 0.8})  # high cosines say nothing in CJK
+    nothing = replace(cjk, keyword=[(2, 0.05)])  # 0.005 of its weight: not here
+    assert fuse(nothing, SearchParams()).no_good_match
+    # a passage of a long description holds a part of it: that is a match
+    assert not fuse(replace(cjk, keyword=[(2, 0.3)]), SearchParams()).no_good_match
+    close = replace(nothing, cosine={1: 0.9, 2: 0.8})  # high cosines say nothing in CJK
     assert fuse(close, SearchParams()).no_good_match
     assert not fuse(replace(cjk, keyword=[], keyword_ran=False), SearchParams()).no_good_match
 

@@ -22,8 +22,10 @@ sorts need not say "sort", and many say "value" or "list". Unless the query name
 with the share of its matches that are code the vector channel can judge
 (``prose_share``): over a folder of code at rest, the vector channel ranks alone; a query
 in CJK, which the encoder does not read, keeps its words' say. (CoSQA dev, nDCG@10:
-0.521 with the common fusion, 0.603 so, its vector channel's
-figure, as ``.py`` and as ``.txt``; functions looked up by name stay first 96 times in 100.)
+0.521 with the common fusion, 0.603 so, its vector channel's figure, as ``.py`` and as
+``.txt``; functions looked up by name stay first 96 times in 100. No collection without
+code can speak for it; it stays on the kept-aside CoSQA test set and the worst-case
+target: docs/benchmarks.md, "Levers on evidence".)
 
 A passage without a vector yet (indexing in progress) is not scored as if its cosine
 were the lowest possible: an unknown vector score is estimated from what is known, its
@@ -117,9 +119,11 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
 # Japanese (docs/benchmarks.md, "No good match in every language": bench.refusal).
 WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
 WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
-# A query mostly in CJK, by its pairs alone: JaQuAD's answered questions hold 0.2 or more
-# of their pairs' weight in the first passage; an English folder holds none of it.
-WEAK_CJK_COVERAGE = 0.20
+# A query mostly in CJK, by its pairs alone: a folder that holds almost none of their
+# weight. An English folder holds none of a Japanese question's; LeCaRD's answered case
+# descriptions hold 0.022 or more in one passage (a passage holds part of a long query),
+# JaQuAD's answered questions 0.2 or more.
+WEAK_CJK_COVERAGE = 0.01
 
 
 def no_good_match(c: Candidates) -> bool:

@@ -1,5 +1,4 @@
-"""The catalog's row of each file's whole CJK text (read by no search since the whole-file
-match was removed; it goes with the next index format change), and a query's pair counts."""
+"""A long CJK query is matched against whole files too, not only against passages."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from pathlib import Path
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.search.scope import SearchScope
 from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts, whole_text
 from tests.cjkkit import DESCRIPTION, write_case_folder
 
@@ -20,6 +20,11 @@ def file_rows(index: Path) -> dict[str, str]:
     ).fetchall()
     conn.close()
     return dict(rows)
+
+
+def by_keyword(engine: Engine, query: str, scope: SearchScope | None = None) -> list[str]:
+    found = engine.search(query, 5, 0.0, scope).hits
+    return [h.chunk.path for h in found if "keyword" in h.channels]
 
 
 def test_each_file_with_cjk_text_has_one_row_of_its_whole_text(engine: Engine, data: Path) -> None:

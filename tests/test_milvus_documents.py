@@ -1,5 +1,4 @@
-"""A Milvus store's rows of whole files' CJK pairs (no search reads them since the
-whole-file match was removed; they go with the store's next format change).
+"""A long CJK query on a Milvus store is matched against whole files, as embedded.
 
 The store keeps each file's pairs in its grams collection (``rows.gram_rows``), under the
 file's version as its chunks are; a store made before that collection gets its rows at
@@ -19,6 +18,7 @@ import pytest
 from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.errors import Stopped, StoreMismatch
 from micro_rag_mcp.core.results import Progress
+from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.cjk_words import pair_word
 from micro_rag_mcp.milvus.engine import MilvusEngine
 from micro_rag_mcp.milvus.index import FILES_LAYOUT, MilvusIndex
@@ -63,6 +63,26 @@ def as_an_older_release_made_it(index: MilvusIndex) -> None:
     index.collections.check_identity(
         {"files": OLDER_LAYOUT}, ["files"]
     )  # an older release takes it
+
+
+def paths(engine: Engine | MilvusEngine, query: str, k: int = 5) -> list[str]:
+    return [h.chunk.path for h in engine.search(query, k, -1.0).hits]
+
+
+@contextmanager
+def both_stores(data: Path, milvus: MilvusServer) -> Iterator[tuple[Engine, MilvusEngine]]:
+    """The embedded store and a Milvus store of ``data``, keyword channel only, indexed."""
+    embedded = Engine(make_settings(data), FakeEmbedder)
+    embedded.load_model()
+    store = store_engine(data, milvus.config())
+    embedded.params = store.params = KEYWORD
+    try:
+        embedded.reindex()
+        store.reindex()
+        yield embedded, store
+    finally:
+        embedded.stop()
+        store.stop()
 
 
 @contextmanager

@@ -57,11 +57,13 @@ LEVERS: dict[str, Callable[[SearchParams], SearchParams]] = {
     "title column weight": lambda p: replace(p, title_weight=0.0),
     "file opening in the vector score": lambda p: replace(p, head_weight=0.0),
     "code judged by meaning": lambda p: replace(p, judge_code=False),
+    "long CJK queries against whole files": lambda p: replace(p, whole_files=False),
 }
 CHOSEN_ON: dict[str, frozenset[str]] = {
     "title column weight": frozenset({"scifact"}),
     "file opening in the vector score": frozenset({"sec10q"}),
     "code judged by meaning": frozenset({"cosqa_py", "cosqa_txt"}),
+    "long CJK queries against whole files": frozenset({"lecard"}),
 }
 SHARES = (0.5, 0.6, 0.8, 0.9)  # vector shares beside the default's
 

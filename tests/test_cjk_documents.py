@@ -5,10 +5,15 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.local.answers.keywords import or_query
+from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.engine import Engine
-from micro_rag_mcp.search.scope import SearchScope
+from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.plan import plan_query
+from micro_rag_mcp.search.scope import SearchScope, parse_scope
 from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts, whole_text
 from tests.cjkkit import DESCRIPTION, write_case_folder
 
@@ -25,6 +30,31 @@ def file_rows(index: Path) -> dict[str, str]:
 def by_keyword(engine: Engine, query: str, scope: SearchScope | None = None) -> list[str]:
     found = engine.search(query, 5, 0.0, scope).hits
     return [h.chunk.path for h in found if "keyword" in h.channels]
+
+
+def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_part_twice(
+    engine: Engine, data: Path
+) -> None:
+    write_case_folder(data)
+    engine.reindex()
+    assert sum(query_gram_counts(DESCRIPTION).values()) >= DOCUMENT_GRAMS
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:  # the passages alone put the repeated third first
+        best = catalog.keywords.cjk_search(or_query(list(query_gram_counts(DESCRIPTION))), 5)
+        assert catalog.chunks.fetch([best[0][0]])[best[0][0]].path == "part.txt"
+        # A short query is a passage's: its hits are the passage channel's alone.
+        short = DESCRIPTION[2:8]
+        hits, _ = keyword_evidence(catalog, plan_query(short, SearchParams()), SearchParams())
+        assert hits == catalog.keywords.cjk_search(or_query(list(query_gram_counts(short))), 200)
+    finally:
+        catalog.close()
+    assert by_keyword(engine, DESCRIPTION)[0] == "whole.txt"
+
+
+def test_a_scope_keeps_the_whole_file_match_inside_it(engine: Engine, data: Path) -> None:
+    write_case_folder(data)
+    engine.reindex()
+    assert by_keyword(engine, DESCRIPTION, parse_scope(path_glob="part.txt")) == ["part.txt"]
 
 
 def test_each_file_with_cjk_text_has_one_row_of_its_whole_text(engine: Engine, data: Path) -> None:

@@ -20,7 +20,7 @@ def test_a_plan_holds_each_word_once_stop_words_too() -> None:
     plan = plan_query("the walrus and the parse_config of it", SearchParams())
     assert plan.words == ("the", "walrus", "and", "parse_config", "of", "it")
     assert plan.identifier and plan.keyword and plan.vector
-    assert plan.read_share == 1.0 and not plan.grams
+    assert plan.read_share == 1.0 and not plan.grams and not plan.whole_files
 
 
 def test_a_paragraph_searches_each_of_its_words_once() -> None:
@@ -31,12 +31,13 @@ def test_a_paragraph_searches_each_of_its_words_once() -> None:
     assert len(words) == len(set(words))
 
 
-def test_a_long_cjk_query_is_planned_as_its_pairs_and_its_runs() -> None:
-    # Matching a long CJK query against whole files helped only LeCaRD, where it was
-    # chosen, and cost JaQuAD 0.4 point: removed (docs/benchmarks.md, "Levers on evidence").
+def test_a_long_cjk_query_is_planned_against_whole_files_unless_the_lever_is_off() -> None:
     plan = plan_query(DESCRIPTION, SearchParams())
-    assert plan.grams and plan.read_share == 0.0
-    assert plan.words == (DESCRIPTION,)  # its run is searched as a word, as a short one's
+    assert plan.whole_files and plan.grams and plan.read_share == 0.0
+    assert not any("\u4e00" <= ch <= "\u9fff" for w in plan.words for ch in w)
+    passages = plan_query(DESCRIPTION, SearchParams(whole_files=False))
+    assert not passages.whole_files and passages.grams == plan.grams
+    assert passages.words  # its runs are searched as words again
 
 
 def test_a_channel_switched_off_is_not_planned() -> None:

@@ -230,7 +230,7 @@ class MilvusCollections:
     @staticmethod
     def _grams_schema(c: Any) -> Any:
         """A row per file with CJK text (two or more for a long one): its pairs as
-        ``cjk_words.pair_word`` words (no search reads them now: ``index.py``)."""
+        ``cjk_words.pair_word`` words, for BM25 over whole files (``search.documents``)."""
         from pymilvus import DataType
 
         schema = c.create_schema(auto_id=True)

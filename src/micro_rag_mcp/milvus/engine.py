@@ -52,6 +52,7 @@ from micro_rag_mcp.milvus.listing import MilvusListing
 from micro_rag_mcp.milvus.search import store_search
 from micro_rag_mcp.milvus.sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.milvus.text import StoreText
+from micro_rag_mcp.milvus.whole_files import FileStats
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.model.handle import ModelHandle, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
@@ -109,6 +110,7 @@ class MilvusEngine:
         self.params = params or SearchParams()
         self.index = MilvusIndex(config)
         self.keyword_stats = KeywordStats()  # the keyword channel's word counts
+        self.file_stats = FileStats()  # and its whole files' (long CJK queries)
         self._model = ModelHandle(load_embedder)
         self._stop = threading.Event()
         self._busy = threading.Lock()
@@ -171,6 +173,7 @@ class MilvusEngine:
             self._progress = None
             self._counted = (-math.inf, (0, 0, 0))  # what this pass changed shows at once
             self.keyword_stats.forget()  # and counts its words, even at the same chunk count
+            self.file_stats.forget()
             self._busy.release()
 
     def _pass(
@@ -256,6 +259,7 @@ class MilvusEngine:
             found = store_search(
                 self.index,
                 self.keyword_stats,
+                self.file_stats,
                 query,
                 query_vector,
                 top_k=top_k,

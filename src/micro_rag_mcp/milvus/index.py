@@ -19,9 +19,8 @@ chunks whose version is their file's current one, so a process killed at any ins
 leaves the old state or the new one visible, never both and never half.
 
 ``NAME_grams`` holds the CJK pairs of each file's whole text (a long file in several
-rows), under the file's version as its chunks are. No search reads it since the
-whole-file match of long CJK queries was removed (docs/benchmarks.md, "Levers on
-evidence"); it goes with the store's next format change.
+rows), under the file's version as its chunks are, for long CJK queries
+(``search.documents``).
 
 The run identity (vector space, chunking and keyword stemming) is a property of the
 chunks collection; ``check_identity`` refuses to mix another.
@@ -248,6 +247,15 @@ class MilvusIndex:
         scores them). milvus-lite reports the score negated: taken as is."""
         found = self._bm25(self._c.chunks, words, limit, ["path", "version", "keywords"])
         return [(hit(h, abs(h["distance"])), h["entity"]["keywords"].split()) for h in found]
+
+    def whole_files(self, words: Sequence[str], limit: int) -> list[tuple[str, int, float]]:
+        """The best ``limit`` grams rows for ``words`` (``cjk_words.pair_word``, repeats
+        counted) by Milvus's BM25 over each row: (path, version, score), best first."""
+        found = self._bm25(self._c.grams, words, limit, ["path", "version"])
+        return [
+            (str(h["entity"]["path"]), int(h["entity"]["version"]), abs(float(h["distance"])))
+            for h in found
+        ]
 
     def _bm25(
         self, collection: str, words: Sequence[str], limit: int, fields: list[str]

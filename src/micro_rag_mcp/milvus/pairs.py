@@ -1,6 +1,6 @@
-"""The CJK pairs of whole files in Milvus (``NAME_grams``), written beside a file's chunks
-under its version (no search reads them since the whole-file match was removed:
-``index.py``)."""
+"""The CJK pairs of whole files in Milvus (``NAME_grams``): written beside a file's chunks
+under its version, read back a file at a time for a long CJK query's rescoring
+(``whole_files``), and the samples of whole files that weigh each pair."""
 
 from __future__ import annotations
 

@@ -20,9 +20,10 @@ from micro_rag_mcp.milvus.cjk_words import gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
+from micro_rag_mcp.milvus.whole_files import FileStats, whole_file_hits
+from micro_rag_mcp.search.documents import by_documents, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.plan import plan_query
-from micro_rag_mcp.search.terms import summed
 from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 def store_search(
     index: MilvusIndex,
     stats: KeywordStats,
+    files_stats: FileStats,
     query: str,
     query_vector: npt.NDArray[np.float32] | None,
     *,
@@ -54,11 +56,20 @@ def store_search(
     by_words, by_pairs, keyword_idf = keyword_parts(
         index, stats, terms, grams, params.depth, chunks
     )
+    documents: list[tuple[str, int, float]] = []
+    files: dict[str, FileRow] = {}  # file rows read so far
+    if plan.whole_files and index.collections.grams_whole():  # a store made before: once
+        depth = params.depth  # its shares wrote them
+        documents = whole_file_hits(index, stats, files_stats, plan.grams, depth, chunks, files)
     keyword = [*by_words, *by_pairs]
-    files: dict[str, FileRow] = index.file_rows({h.path for h in [*dense, *keyword]})
+    paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
+    files.update(index.file_rows(paths - files.keys()))
     current = {p: r.version for p, r in files.items() if r.record.status == "ok"}
     vector_hits = _current(dense, current)
-    keyword_hits = summed(_current(by_words, current), _current(by_pairs, current))
+    pair_hits = _current(by_pairs, current)
+    if documents:  # the pairs' hits ranked by their files, as the embedded store does
+        pair_hits = _by_documents(pair_hits, by_pairs, documents, files, params.depth)
+    keyword_hits = summed(_current(by_words, current), pair_hits)
     cosine = dict(vector_hits)
     heads: dict[int, int] = {}
     head_cosine: dict[int, float] = {}
@@ -67,7 +78,7 @@ def store_search(
         if params.head_weight != 0:
             head_of = {p: r.head_id for p, r in files.items() if r.head_id >= 0}
             heads = {h.id: head_of[h.path] for h in [*dense, *keyword] if h.path in head_of}
-            # A first chunk is its own file's head.
+            # A file the whole-file match found is shown by its first chunk if no passage.
             firsts = set(head_of.values())
             heads.update((cid, cid) for cid, _ in keyword_hits if cid in firsts)
         # Keyword candidates and heads get their cosine too: the threshold and the
@@ -113,6 +124,26 @@ def store_search(
         }
 
     return best_hits(fetch, ranking, top_k, score_threshold)
+
+
+def _by_documents(
+    passages: Sequence[tuple[int, float]],
+    keyword: Sequence[ChunkHit],
+    documents: Sequence[tuple[str, int, float]],
+    files: Mapping[str, FileRow],
+    depth: int,
+) -> list[tuple[int, float]]:
+    """The passage hits ranked by their files' whole-file match (``documents``): each
+    current file's best row, the best ``depth`` files."""
+    best: dict[str, float] = {}
+    for path, version, score in documents:  # best first
+        row = files.get(path)
+        if row is not None and row.record.status == "ok" and row.version == version:
+            best.setdefault(path, score)
+    ranked = list(best.items())[:depth]
+    head_of = {h.id: files[h.path].head_id for h in keyword if h.path in files}
+    first_of = {p: files[p].head_id for p, _ in ranked if files[p].head_id >= 0}
+    return by_documents(passages, ranked, head_of, first_of)
 
 
 def _current(hits: Sequence[ChunkHit], current: Mapping[str, int]) -> list[tuple[int, float]]:

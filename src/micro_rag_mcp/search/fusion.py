@@ -63,6 +63,7 @@ class SearchParams:
     title_weight: float = 1.0  # BM25 weight of the title column against the text column
     judge_code: bool = True  # code's keyword matches give way to meaning (prose_share)
     channels: tuple[Channel, ...] = ("vector", "keyword")
+    whole_files: bool = True  # a long CJK query is also matched against whole files
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,14 +89,3 @@ def query_terms(
         if len(seen) >= max_terms:
             break
     return list(seen or stopped)
-
-
-def summed(
-    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
-) -> list[tuple[int, float]]:
-    """Two keyword result lists (the words' and the CJK pairs') as one: a chunk in both
-    gets the sum, best first."""
-    scores = dict(first)
-    for cid, score in second:
-        scores[cid] = scores.get(cid, 0.0) + score
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

@@ -17,7 +17,7 @@ any other chunk with no vector yet carries no score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,11 +25,13 @@ from micro_rag_mcp.core.results import Found
 from micro_rag_mcp.local.answers.keywords import keyword_hits as keyword_channel
 from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.vectors.store import VectorStore
+from micro_rag_mcp.search.documents import by_documents, document_terms, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
 from micro_rag_mcp.search.plan import QueryPlan, plan_query
 from micro_rag_mcp.search.scope import Resolved
-from micro_rag_mcp.search.terms import idf_sum, searched_terms, summed
+from micro_rag_mcp.search.terms import idf_sum, searched_terms
 from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
@@ -228,5 +230,28 @@ def keyword_evidence(
         searched = searched_terms(grams, shares)
         weight += idf_sum(searched, shares, rows)
         passages = catalog.keywords.cjk_search(or_query(searched), params.depth, files)
+        if plan.whole_files:
+            passages = with_documents(catalog, plan.grams, shares, passages, params.depth, files)
         hits = summed(hits, passages)
     return hits, weight
+
+
+def with_documents(
+    catalog: Catalog,
+    counts: Mapping[str, int],
+    shares: Mapping[str, float],
+    passages: Sequence[tuple[int, float]],
+    depth: int,
+    files: Sequence[int] | None,
+) -> list[tuple[int, float]]:
+    """The keyword hits of a long CJK query, ranked by their files' match of the whole
+    query (``grams.py``, ``documents.by_documents``)."""
+    if catalog.get_meta(FILE_GRAMS_KEY) != "1":  # made before, its rows not all written yet
+        return list(passages)
+    kept = document_terms(counts, shares)
+    documents = catalog.keywords.cjk_file_search(or_query(kept), depth, files) if kept else []
+    if not documents:
+        return list(passages)
+    head_of = catalog.chunks.head_ids([cid for cid, _ in passages])
+    first_of = catalog.chunks.first_chunks([fid for fid, _ in documents])
+    return by_documents(passages, documents, head_of, first_of)

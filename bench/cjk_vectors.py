@@ -33,6 +33,7 @@ from micro_rag_mcp.local.answers.search import keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.model.embedder import load_embedder
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
+from micro_rag_mcp.search.plan import plan_query
 from micro_rag_mcp.text.cjk import read_share
 from micro_rag_mcp.text.vector_text import embedding_text
 
@@ -71,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cosines: list[float] = []
     started = time.monotonic()
     for qid, text in ds.queries.items():
-        hits, _, idf = keyword_evidence(catalog, text, params)
+        hits, idf = keyword_evidence(catalog, plan_query(text, params), params)
         hits = hits[: args.candidates]
         ids = [cid for cid, _ in hits]
         heads = catalog.chunks.head_ids(ids)

@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--dataset", type=Path, required=True, help="folder with questions.jsonl")
     p.add_argument("--work", type=Path, help="work folder (default: <tmp>/bench-<dataset>)")
-    p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf,rrf_k=20")
+    p.add_argument("--params", help="SearchParams overrides, e.g. vector_share=0.8,head_weight=1")
     p.add_argument("--channels", default=",".join(CHANNELS))
     p.add_argument("--dump", type=Path, help="write each question's ranked files here (JSON)")
     p.add_argument(

@@ -36,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import micro_rag_mcp.local.answers.search as search_mod
+from bench.fusions import LabParams, fused
 from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
-from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams, fuse
+from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams
 from micro_rag_mcp.search.terms import query_terms
 
 logger = logging.getLogger("bench")
@@ -96,9 +97,8 @@ def term_shares(index: Path, queries: Mapping[str, str]) -> dict[str, dict[str, 
 
     catalog = Catalog.open_reader(index / "catalog.sqlite3")
     out = {}
-    stop = SearchParams().stopwords
     for qid, text in queries.items():
-        terms = query_terms(text, stopwords=stop)
+        terms = query_terms(text)
         out[qid] = catalog.terms.shares_among(terms)[0] if terms else {}
     catalog.close()
     return out
@@ -189,6 +189,7 @@ def load(path: Path) -> LabSet:
 
 # -- choosing the fusion's parameters, leave-one-collection-out ------------------------
 
+# A grid's keys are fields of SearchParams or of bench.fusions.LabParams.
 GRIDS: dict[str, dict[str, tuple[Any, ...]]] = {
     "adaptive": {
         "keyword_share": (0.55, 0.65),
@@ -204,17 +205,34 @@ GRIDS: dict[str, dict[str, tuple[Any, ...]]] = {
 }
 
 
-def measure(lab: LabSet, params: SearchParams, only: str | None = None) -> float:
+PRODUCT = LabParams()  # the product's fusion
+
+
+def measure(
+    lab: LabSet, params: SearchParams, only: str | None = None, how: LabParams = PRODUCT
+) -> float:
     """One number per set: its measure (the mean of Hit@5 and Recall@5 for a folder);
-    ``only``: of that channel alone."""
+    ``only``: of that channel alone; ``how``: the fusion (the product's by default)."""
     values = list(
-        score(lab, lambda c: fuse(channel(c, only) if only else c, params).fused).values()
+        score(lab, lambda c: fused(channel(c, only) if only else c, params, how)).values()
     )
     return sum(values) / len(values)
 
 
+def split(point: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A grid point's SearchParams fields and LabParams fields."""
+    lab_fields = {f.name for f in fields(LabParams)}
+    return (
+        {k: v for k, v in point.items() if k not in lab_fields},
+        {k: v for k, v in point.items() if k in lab_fields},
+    )
+
+
 def loco(
-    labs: Sequence[LabSet], base: SearchParams, grid: Mapping[str, tuple[Any, ...]]
+    labs: Sequence[LabSet],
+    base: SearchParams,
+    grid: Mapping[str, tuple[Any, ...]],
+    how: LabParams = PRODUCT,
 ) -> list[dict[str, Any]]:
     """For each set: the grid point that does best on all the OTHER sets (the smallest
     loss against each set's better single channel, then the mean), scored on it."""
@@ -226,7 +244,9 @@ def loco(
         lab.name: max(measure(lab, base, only) for only in ("vector", "keyword")) for lab in labs
     }
     table = {
-        (i, lab.name): measure(lab, replace(base, **point))
+        (i, lab.name): measure(
+            lab, replace(base, **split(point)[0]), how=replace(how, **split(point)[1])
+        )
         for i, point in enumerate(points)
         for lab in labs
     }
@@ -383,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.command == "loco":
         labs = [load(path) for path in args.labs]
-        for row in loco(labs, SearchParams(fusion=args.fusion), GRIDS[args.fusion]):
+        for row in loco(labs, SearchParams(), GRIDS[args.fusion], LabParams(args.fusion)):
             print(
                 f"| {row['held_out']} | {row['params']} | {row['score']:.4f} | "
                 f"{row['better_channel']:.4f} |"

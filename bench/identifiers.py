@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--tokens", type=int, default=50, help="tokens searched (two queries each)")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--work", type=Path, default=work_folder("identifiers"))
-    p.add_argument("--params", help="SearchParams overrides, e.g. fusion=rrf")
+    p.add_argument("--params", help="SearchParams overrides, e.g. vector_share=0.8")
     p.add_argument("--channels", default=",".join(CHANNELS))
     p.add_argument(
         "--vector-shares",

@@ -467,12 +467,8 @@ def params_from_args(args: argparse.Namespace) -> SearchParams:
         k: getattr(args, k)
         for k in (
             "depth",
-            "fusion",
             "vector_share",
             "head_weight",
-            "rrf_k",
-            "vector_weight",
-            "keyword_weight",
             "title_weight",
         )
         if getattr(args, k) is not None
@@ -513,14 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--channels", default="keyword,vector,hybrid", help="comma list of keyword,vector,hybrid"
     )
     p.add_argument("--depth", type=int, help="override SearchParams.depth")
-    p.add_argument(
-        "--fusion", choices=("adaptive", "convex", "rrf"), help="override SearchParams.fusion"
-    )
     p.add_argument("--vector-share", type=float, help="override SearchParams.vector_share")
     p.add_argument("--head-weight", type=float, help="override SearchParams.head_weight")
-    p.add_argument("--rrf-k", type=float, help="override SearchParams.rrf_k")
-    p.add_argument("--vector-weight", type=float, help="override SearchParams.vector_weight")
-    p.add_argument("--keyword-weight", type=float, help="override SearchParams.keyword_weight")
     p.add_argument("--title-weight", type=float, help="override SearchParams.title_weight")
     p.add_argument(
         "--foreign-queries",

@@ -7,7 +7,7 @@ Every variant runs every query through ``Engine.search`` over the same index (no
 re-indexing). Query vectors are computed once and cached, so the sweep costs little; the
 latency printed here therefore excludes the query embedding (``bench.retrieval``
 measures the full latency). ``--base`` sets the params the sweeps start from, e.g.
-``--base rrf_k=20,keyword_weight=1.5``.
+``--base vector_share=0.8,head_weight=1``.
 
 ``--headed`` measures, on another COPY, vectors computed from "document title + chunk"
 for every chunk after a document's first (the first already starts with the title); the
@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import micro_rag_mcp.local.answers.search as search_mod
 from bench.retrieval import (
     CHANNELS,
     MEASURES,
@@ -54,17 +53,6 @@ from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
 
 logger = logging.getLogger("bench")
-
-# A longer list (Lucene's plus common question and function words), for comparison only.
-_MORE_STOP = (
-    "about above after again all also am any because been before being below between "
-    "both can could did do does doing down during each few from further had has have "
-    "having he her here hers him his how i its itself just me more most my nor off "
-    "once only other our out over own same she should so some than them those through "
-    "too under until up very we were what when where which while who whom why would "
-    "you your"
-)
-LONG_STOPWORDS = search_mod.STOPWORDS | frozenset(_MORE_STOP.split())
 
 
 class CachedQueries:
@@ -106,53 +94,10 @@ def variants(
         Variant("channels", "vector only", CHANNELS["vector"](base)),
         Variant("channels", "hybrid (base)", base),
     ]
-    if "rrf_k" in groups:
-        out += [
-            Variant("rrf_k", f"rrf_k={k:g}", replace(base, rrf_k=k))
-            for k in (1, 5, 10, 20, 30, 60, 100, 200)
-        ]
-    if "weights" in groups:
-        out += [
-            Variant("weights", f"keyword_weight={w:g}", replace(base, keyword_weight=w))
-            for w in (0.5, 0.75, 1.25, 1.5, 2.0, 3.0)
-        ]
-    if "grid" in groups:
-        for k in (5, 10, 20, 30, 60):
-            for w in (1.0, 1.25, 1.5, 2.0):
-                out.append(
-                    Variant(
-                        "grid", f"rrf_k={k:g} kw={w:g}", replace(base, rrf_k=k, keyword_weight=w)
-                    )
-                )
     if "depth" in groups:
         out += [
             Variant("depth", f"depth={d}", replace(base, depth=d))
             for d in (10, 20, 50, 100, 200, 400)
-        ]
-    if "stopwords" in groups:
-        out += [
-            Variant(
-                "stopwords",
-                "stopwords: Lucene 33",
-                replace(base, drop_stopwords=True, stopwords=search_mod.STOPWORDS),
-            ),
-            Variant(
-                "stopwords",
-                f"stopwords: long {len(LONG_STOPWORDS)}",
-                replace(base, drop_stopwords=True, stopwords=LONG_STOPWORDS),
-            ),
-            Variant(
-                "stopwords",
-                "keyword only + Lucene 33",
-                CHANNELS["keyword"](
-                    replace(base, drop_stopwords=True, stopwords=search_mod.STOPWORDS)
-                ),
-            ),
-            Variant(
-                "stopwords",
-                f"keyword only + long {len(LONG_STOPWORDS)}",
-                CHANNELS["keyword"](replace(base, stopwords=LONG_STOPWORDS)),
-            ),
         ]
     for spec in custom:
         out.append(Variant("custom", spec, parse_base(spec, base)))
@@ -281,11 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE)
     p.add_argument("--chunk-overlap", type=int, default=DEFAULT_CHUNK_OVERLAP)
     p.add_argument("--top-k", type=int, default=200)
-    p.add_argument("--base", help="comma list of SearchParams overrides, e.g. rrf_k=20")
+    p.add_argument("--base", help="comma list of SearchParams overrides, e.g. vector_share=0.8")
     p.add_argument(
         "--groups",
-        default="rrf_k,weights,depth,stopwords,title",
-        help="rrf_k,weights,grid,depth,stopwords,title",
+        default="depth,title",
+        help="depth,title",
     )
     p.add_argument(
         "--variants", default="", help="';'-separated override lists, each run on top of --base"

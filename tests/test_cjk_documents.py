@@ -11,6 +11,7 @@ from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.search.documents import DOCUMENT_GRAMS
 from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.plan import plan_query
 from micro_rag_mcp.search.scope import SearchScope, parse_scope
 from micro_rag_mcp.text.cjk import MAX_GRAM_REPEATS, query_gram_counts, whole_text
 from tests.cjkkit import DESCRIPTION, write_case_folder
@@ -42,7 +43,7 @@ def test_a_long_query_ranks_the_file_holding_all_of_it_above_a_passage_holding_p
         assert catalog.chunks.fetch([best[0][0]])[best[0][0]].path == "part.txt"
         # A short query is a passage's: its hits are the passage channel's alone.
         short = DESCRIPTION[2:8]
-        hits, _, _ = keyword_evidence(catalog, short, SearchParams())
+        hits, _ = keyword_evidence(catalog, plan_query(short, SearchParams()), SearchParams())
         assert hits == catalog.keywords.cjk_search(or_query(list(query_gram_counts(short))), 200)
     finally:
         catalog.close()

@@ -93,16 +93,15 @@ def path_of_ids(catalog: Catalog, store: VectorStore) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 0.9, 1.0])
-@pytest.mark.parametrize("fusion", ["convex", "adaptive"])
 def test_an_identifier_ranks_its_file_first_at_every_share_of_vectors(
-    indexed: tuple[Engine, Catalog, VectorStore], share: float, fusion: str
+    indexed: tuple[Engine, Catalog, VectorStore], share: float
 ) -> None:
     _, catalog, store = indexed
     paths = path_of_ids(catalog, store)
     rnd = random.Random(3)
     keep = {cid for cid in paths if rnd.random() < share}
     for query in ("ERR-1017", "What does error ERR-1017 mean?", "parse_config_v17"):
-        hits = search_with_vectors(catalog, store, query, keep, fusion=fusion)
+        hits = search_with_vectors(catalog, store, query, keep)
         assert hits and hits[0].chunk.path == "incident_17.txt", (query, share)
 
 
@@ -142,18 +141,17 @@ def test_a_passage_without_a_vector_is_judged_by_its_files_opening() -> None:
         heads={3: 30, 4: 40},
         head_cosine={30: 0.6, 40: -0.2},
     )
-    for fusion in ("convex", "adaptive"):
-        ranking = fuse(c, SearchParams(fusion=fusion))
-        assert ranking.ranked.index(3) < ranking.ranked.index(4)
-        assert 3 not in ranking.cosine and 4 not in ranking.cosine
-        assert ranking.found_by[3] == ("keyword",)
+    ranking = fuse(c, SearchParams())
+    assert ranking.ranked.index(3) < ranking.ranked.index(4)
+    assert 3 not in ranking.cosine and 4 not in ranking.cosine
+    assert ranking.found_by[3] == ("keyword",)
 
 
 def test_a_missing_vector_counts_as_a_typical_one_not_as_the_worst() -> None:
     # Passage 9 has no vector and no known file opening: it is placed like the keyword
     # candidates that have one, not below every passage found by meaning alone.
     c = candidates([(1, 0.50), (2, 0.48), (3, 0.47), (5, 0.30)], [(9, 8.0), (5, 7.0)])
-    zero = fuse(c, SearchParams(fusion="convex", head_weight=0.0)).fused
+    zero = fuse(c, SearchParams(head_weight=0.0)).fused
     # 5's vector score; the vector share (0.7) halved: one of the two keyword matches has one
     assert zero[9] == pytest.approx(0.35 * (0.30 + 1) / (0.50 + 1) + 0.65)
     assert zero[9] > zero[1]
@@ -164,17 +162,6 @@ def test_a_rare_exact_token_wins_whatever_its_cosine() -> None:
     vector = [(1, 0.62), (2, 0.60), (3, 0.58), (9, 0.10)]
     ranking = fuse(candidates(vector, [(9, 11.0)]), SearchParams())
     assert ranking.ranked[0] == 9
-
-
-def test_a_flat_keyword_channel_does_not_pull_a_strong_vector_match_down() -> None:
-    # 1 is by far the closest in meaning; twenty other passages share a common word
-    # about equally (a flat keyword channel) and are not what the vector channel ranks.
-    vector = [(1, 0.80), *((i, 0.30) for i in range(2, 8)), *((i, 0.28) for i in range(10, 30))]
-    keyword = [(i, 5.0 - 0.01 * i) for i in range(10, 30)]
-    c = candidates(vector, keyword)
-    assert fuse(c, SearchParams(fusion="adaptive")).ranked[0] == 1
-    # The default's fixed share does not hold this (docs/benchmarks.md: CoSQA).
-    assert fuse(c, SearchParams(fusion="convex")).ranked[0] != 1
 
 
 def test_a_keyword_channel_that_agrees_with_the_vector_channel_keeps_its_share() -> None:
@@ -202,6 +189,8 @@ def test_no_good_match_only_when_neither_words_nor_meaning_match(
     engine.reindex()
     foreign = engine.search("ornithology migratory warbler plumage", 5, 0.0)
     assert foreign.hits and foreign.no_good_match
+    japanese = engine.search("富士山の高さは何メートルですか", 5, 0.0)  # no CJK text here
+    assert japanese.hits and japanese.no_good_match
     assert any(n.startswith("no good match") for n in foreign.notices)
     for query in ("ERR-1007", "payment service deploy error"):
         found = engine.search(query, 5, 0.0)
@@ -219,18 +208,25 @@ def test_a_query_in_cjk_is_ranked_by_its_words_and_a_mixed_one_keeps_some_vector
     cjk = replace(c, read_share=read_share("图书馆的古籍"))
     assert read_share("图书馆的古籍") == 0.0
     assert fuse(cjk, SearchParams()).ranked[:2] == [3, 2]
-    assert fuse(replace(c, read_share=0.0), SearchParams(fusion="adaptive")).ranked[:2] == [3, 2]
     mixed = read_share("富士山 Shinkansen")
     assert 0.7 < mixed < 0.8  # ten Latin letters of thirteen
     fused = fuse(replace(c, read_share=mixed), SearchParams()).fused
     assert fused[1] > 0  # the vector channel still speaks for a mixed query
 
 
-def test_no_good_match_is_not_said_for_a_query_the_encoder_cannot_read() -> None:
+def test_no_good_match_judges_a_query_the_encoder_cannot_read_by_its_words_alone() -> None:
     weak = candidates([(1, 0.1), (2, 0.05)], [(2, 0.5)])
     weak = replace(weak, keyword_idf=10.0)
     assert fuse(weak, SearchParams()).no_good_match
-    assert not fuse(replace(weak, read_share=0.0), SearchParams()).no_good_match
+    # A query in CJK: the cosines cannot tell, the share of its pairs' weight found can.
+    cjk = replace(weak, read_share=0.0)
+    nothing = replace(cjk, keyword=[(2, 0.05)])  # 0.005 of its weight: not here
+    assert fuse(nothing, SearchParams()).no_good_match
+    # a passage of a long description holds a part of it: that is a match
+    assert not fuse(replace(cjk, keyword=[(2, 0.3)]), SearchParams()).no_good_match
+    close = replace(nothing, cosine={1: 0.9, 2: 0.8})  # high cosines say nothing in CJK
+    assert fuse(close, SearchParams()).no_good_match
+    assert not fuse(replace(cjk, keyword=[], keyword_ran=False), SearchParams()).no_good_match
 
 
 def test_a_query_in_cjk_that_no_word_matches_is_ranked_by_its_cosines() -> None:
@@ -246,22 +242,18 @@ def test_plain_words_do_not_rank_code_but_an_identifier_does() -> None:
     keyword = [(8, 6.0), (7, 4.0), (2, 1.0)]
     c = replace(candidates(vector, keyword), code=frozenset({1, 2, 7, 8}))
     assert fuse(c, SearchParams()).ranked == [1, 2, 7, 8]  # the vector channel's order
-    assert fuse(c, SearchParams(fusion="adaptive")).ranked == [1, 2, 7, 8]
     # The same candidates as prose, or a query naming an identifier: the words count.
     assert fuse(replace(c, code=frozenset()), SearchParams()).ranked[0] == 8
     assert fuse(replace(c, identifier=True), SearchParams()).ranked[0] == 8
     assert fuse(c, SearchParams(judge_code=False)).ranked[0] == 8
 
 
-def test_code_keeps_its_keyword_say_for_a_query_in_cjk_and_under_rrf() -> None:
+def test_code_keeps_its_keyword_say_for_a_query_in_cjk() -> None:
     # The encoder cannot read a Chinese query, so it cannot judge the code either.
     vector = [(1, 0.70), (2, 0.65), (7, 0.40), (8, 0.38)]
     keyword = [(8, 6.0), (7, 4.0), (2, 1.0)]
     c = replace(candidates(vector, keyword), code=frozenset({1, 2, 7, 8}), read_share=0.0)
     assert fuse(c, SearchParams()).ranked[:3] == [8, 7, 2]  # the keyword order
-    # rrf, kept for comparison, fuses ranks whatever the files are
-    rrf = SearchParams(fusion="rrf")
-    assert fuse(c, rrf).ranked == fuse(replace(c, code=frozenset()), rrf).ranked
 
 
 @pytest.mark.parametrize(

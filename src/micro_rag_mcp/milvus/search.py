@@ -21,10 +21,9 @@ from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.keywords import KeywordStats, keyword_parts
 from micro_rag_mcp.milvus.rows import ChunkHit, FileRow, stored_chunk
 from micro_rag_mcp.milvus.whole_files import FileStats, whole_file_hits
-from micro_rag_mcp.search.documents import by_documents, is_long, summed
+from micro_rag_mcp.search.documents import by_documents, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
-from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
-from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
+from micro_rag_mcp.search.plan import plan_query
 from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:
@@ -44,30 +43,24 @@ def store_search(
     params: SearchParams,
 ) -> Found:
     """The best ``top_k`` chunks for the query, as ``search.hybrid_search`` ranks them."""
-    use_vectors = query_vector is not None and "vector" in params.channels
+    plan = plan_query(query, params)
+    use_vectors = query_vector is not None and plan.vector
     dense: list[ChunkHit] = []
     if use_vectors:
         assert query_vector is not None
         dense = index.dense(query_vector, params.depth)
-    stopwords = params.stopwords if params.drop_stopwords else frozenset()
-    terms = query_terms(query, stopwords=stopwords) if "keyword" in params.channels else []
-    # CJK runs are found by their bigrams, searched with the words (see cjk.py); a long
-    # CJK query's also in whole files, and its runs are not searched as words.
-    counts = query_gram_counts(query) if "keyword" in params.channels else {}
-    grams = [gram_token(g) for g in counts]
-    long_cjk = is_long(counts)
-    if long_cjk:
-        terms = [t for t in terms if not has_cjk(t)]
-    terms = repeated_terms(query, terms)
+    # CJK runs are found by their bigrams, searched with the words (see cjk.py).
+    terms = list(plan.words)
+    grams = [gram_token(g) for g in plan.grams]
     chunks = index.count_chunks() if terms or grams else 0
     by_words, by_pairs, keyword_idf = keyword_parts(
         index, stats, terms, grams, params.depth, chunks
     )
     documents: list[tuple[str, int, float]] = []
     files: dict[str, FileRow] = {}  # file rows read so far
-    if long_cjk:
+    if plan.whole_files:
         depth = params.depth
-        documents = whole_file_hits(index, stats, files_stats, counts, depth, chunks, files)
+        documents = whole_file_hits(index, stats, files_stats, plan.grams, depth, chunks, files)
     keyword = [*by_words, *by_pairs]
     paths = {h.path for h in [*dense, *keyword]} | {p for p, _, _ in documents}
     files.update(index.file_rows(paths - files.keys()))
@@ -82,7 +75,7 @@ def store_search(
     head_cosine: dict[int, float] = {}
     if use_vectors:
         assert query_vector is not None
-        if params.fusion != "rrf" and params.head_weight != 0:
+        if params.head_weight != 0:
             head_of = {p: r.head_id for p, r in files.items() if r.head_id >= 0}
             heads = {h.id: head_of[h.path] for h in [*dense, *keyword] if h.path in head_of}
             # A file the whole-file match found is shown by its first chunk if no passage.
@@ -95,9 +88,9 @@ def store_search(
         found = _cosines(query_vector, index.vectors(sorted(missing)))
         cosine.update((cid, found[cid]) for cid, _ in keyword_hits if cid in found)
         head_cosine = {h: found[h] for h in heads.values() if h in found}
-    identifier = names_identifier(query)
+    identifier = plan.identifier
     # Passages of code are judged by meaning unless the query names an identifier.
-    judged = params.judge_code and params.fusion != "rrf" and not identifier
+    judged = params.judge_code and not identifier
     code: frozenset[int] = frozenset()
     if judged:  # by their file's suffix, else by their text (as catalog.chunks.code_chunks)
         path_of = {r.head_id: p for p, r in files.items()} | {h.id: h.path for h in keyword}
@@ -114,9 +107,9 @@ def store_search(
             heads=heads,
             head_cosine=head_cosine,
             vector_ran=use_vectors,
-            keyword_ran=bool(terms or grams),
+            keyword_ran=plan.keyword,
             keyword_idf=keyword_idf,
-            read_share=read_share(query),
+            read_share=plan.read_share,
             code=code,
             identifier=identifier,
         ),

@@ -1,7 +1,6 @@
 """How the two channels' candidates become one ranking: the fusion every store uses.
 
-The relevance of a candidate is ``s * V + (1 - s) * K`` (``fusion="convex"``, the
-default):
+The relevance of a candidate is ``s * V + (1 - s) * K``:
 
 * ``V``, its vector score: the passage's cosine to the query plus ``head_weight`` times
   the cosine of its file's first chunk (the file's opening names what the whole file is
@@ -11,12 +10,9 @@ default):
   matches lack vectors and for a query in CJK (``vector_weight``), and raised over code
   (below).
 
-The dev collections do not agree on any per-query share (docs/benchmarks.md has every
-lever measured). ``fusion="adaptive"`` is one of them, kept for comparison: ``V``
-placed between the lowest and the best candidate's, and the keyword share taken per
-query from the channel's lead (a rare exact token is a spike, a question of common
-words is flat) and its agreement with the vector channel. So is ``fusion="rrf"``
-(reciprocal rank fusion).
+The dev collections do not agree on any per-query share: the per-query fusions and
+reciprocal rank fusion measured against this one live in ``bench/fusions.py``
+(docs/benchmarks.md has every lever measured).
 
 In code (a file of a code suffix, or a passage that reads as code:
 ``code_text.reads_as_code``), a query's plain words are weak evidence: a function that
@@ -25,9 +21,11 @@ sorts need not say "sort", and many say "value" or "list". Unless the query name
 ``os.path``), where the exact name is what finds it, the keyword channel's share shrinks
 with the share of its matches that are code the vector channel can judge
 (``prose_share``): over a folder of code at rest, the vector channel ranks alone; a query
-in CJK, which the encoder does not read, keeps its words' say; ``rrf`` does not tell code
-apart. (CoSQA dev, nDCG@10: 0.521 with the common fusion, 0.603 so, its vector channel's
-figure, as ``.py`` and as ``.txt``; functions looked up by name stay first 96 times in 100.)
+in CJK, which the encoder does not read, keeps its words' say. (CoSQA dev, nDCG@10:
+0.521 with the common fusion, 0.603 so, its vector channel's figure, as ``.py`` and as
+``.txt``; functions looked up by name stay first 96 times in 100. No collection without
+code can speak for it; it stays on the kept-aside CoSQA test set and the worst-case
+target: docs/benchmarks.md, "Levers on evidence".)
 
 A passage without a vector yet (indexing in progress) is not scored as if its cosine
 were the lowest possible: an unknown vector score is estimated from what is known, its
@@ -42,13 +40,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Channel, Found, Hit
-from micro_rag_mcp.search.terms import STOPWORDS
-
-Fusion = Literal["convex", "adaptive", "rrf"]
 
 # How many of the best keyword matches tell how much of them is code (prose_share): each
 # is read to see whether it reads as code, and a search has few milliseconds to spare.
@@ -64,25 +58,12 @@ class SearchParams:
     """
 
     depth: int = 200  # candidates taken from each channel
-    fusion: Fusion = "convex"  # fixed shares, per-query shares, or reciprocal rank fusion
-    vector_share: float = 0.7  # convex: weight of the vector channel, the keyword gets the rest
+    vector_share: float = 0.7  # weight of the vector channel, the keyword gets the rest
     head_weight: float = 0.5  # weight of the file's first chunk in the vector score
-    keyword_share: float = 0.65  # adaptive: the keyword share at full evidence
-    keyword_floor: float = 0.0  # adaptive: the keyword share without evidence
-    lead_rank: int = 3  # adaptive: the lead is the best file's BM25 over this rank's file's
-    agree_files: int = 5  # adaptive: agreement of the keyword channel's best files ...
-    agree_among: int = 5  # ... with the vector channel's best files
-    vector_low: float | None = None  # adaptive: V's zero; None: the lowest candidate's
-    rrf_k: float = 20.0  # rrf only
-    vector_weight: float = 1.0  # rrf only
-    keyword_weight: float = 1.25  # rrf only
     title_weight: float = 1.0  # BM25 weight of the title column against the text column
     judge_code: bool = True  # code's keyword matches give way to meaning (prose_share)
     channels: tuple[Channel, ...] = ("vector", "keyword")
-    # Leave English stop words out of the keyword query: same hybrid quality, keyword-only
-    # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
-    drop_stopwords: bool = True
-    stopwords: frozenset[str] = STOPWORDS
+    whole_files: bool = True  # a long CJK query is also matched against whole files
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,35 +105,26 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
     found_by: dict[int, tuple[Channel, ...]] = {cid: ("vector",) for cid, _ in c.vector}
     for cid, _ in c.keyword:
         found_by[cid] = (*found_by.get(cid, ()), "keyword")
-    if params.fusion == "rrf":
-        fused = rrf(
-            [
-                ([cid for cid, _ in c.vector], params.vector_weight),
-                ([cid for cid, _ in c.keyword], params.keyword_weight),
-            ],
-            params.rrf_k,
-        )
-    else:
-        vector_scores = vector_estimates(c, params.head_weight) if c.vector_ran else {}
-        keyword = dict(c.keyword)
-        channels = int(c.vector_ran) + int(c.keyword_ran)
-        prose = prose_share(c) if params.judge_code else 1.0
-        if params.fusion == "convex":
-            k_share = (1.0 - params.vector_share * vector_weight(c)) * prose
-            fused = convex(vector_scores, keyword, vector_share=1.0 - k_share, channels=channels)
-        else:
-            share = keyword_share(c, vector_scores, params) if channels == 2 else None
-            share = None if share is None else share * prose
-            fused = adaptive(vector_scores, keyword, share, params.vector_low)
+    vector_scores = vector_estimates(c, params.head_weight) if c.vector_ran else {}
+    channels = int(c.vector_ran) + int(c.keyword_ran)
+    prose = prose_share(c) if params.judge_code else 1.0
+    k_share = (1.0 - params.vector_share * vector_weight(c)) * prose
+    fused = convex(vector_scores, dict(c.keyword), vector_share=1.0 - k_share, channels=channels)
     # Equal relevance (a query in CJK: every passage only the vector channel found) is
     # broken by the cosine.
     ranked = sorted(fused, key=lambda cid: (-fused[cid], -c.cosine.get(cid, -2.0), cid))
     return Ranking(ranked, fused, c.cosine, found_by, no_good_match(c))
 
 
-# Calibrated on the dev sets' own queries and other collections' (docs/benchmarks.md).
+# Calibrated on the dev sets' own queries and other collections', in English, German and
+# Japanese (docs/benchmarks.md, "No good match in every language": bench.refusal).
 WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
 WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
+# A query mostly in CJK, by its pairs alone: a folder that holds almost none of their
+# weight. An English folder holds none of a Japanese question's; LeCaRD's answered case
+# descriptions hold 0.022 or more in one passage (a passage holds part of a long query),
+# JaQuAD's answered questions 0.2 or more.
+WEAK_CJK_COVERAGE = 0.01
 
 
 def no_good_match(c: Candidates) -> bool:
@@ -161,14 +133,17 @@ def no_good_match(c: Candidates) -> bool:
     none is close in meaning (the best cosine is under ``WEAK_COSINE``). An absolute
     test, unlike ``relevance``, which is relative to the best. Without the vector channel
     (the model loading or unavailable) nothing is said: words alone flagged 23 % of
-    Cranfield's answered questions.
+    Cranfield's answered questions. A query mostly in CJK, whose cosines cannot tell
+    (the encoder reads English), is judged by its words alone, against
+    ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged.
     """
-    if c.read_share < 0.5:  # a query mostly in CJK: the cosines cannot tell either
-        return False
+    best = c.keyword[0][1] if c.keyword else 0.0
+    coverage = best / c.keyword_idf if c.keyword_idf > 0 else 0.0
+    if c.read_share < 0.5:
+        return c.keyword_ran and coverage < WEAK_CJK_COVERAGE
     if not c.vector_ran or max(c.cosine.values(), default=-1.0) >= WEAK_COSINE:
         return False
-    best = c.keyword[0][1] if c.keyword else 0.0
-    return not (c.keyword_idf > 0 and best >= WEAK_COVERAGE * c.keyword_idf)
+    return coverage < WEAK_COVERAGE
 
 
 def prose_share(c: Candidates) -> float:
@@ -203,36 +178,6 @@ def vector_estimates(c: Candidates, head_weight: float) -> dict[int, float]:
     return scores
 
 
-def keyword_share(c: Candidates, vector: Mapping[int, float], params: SearchParams) -> float:
-    """The keyword channel's share of this query's relevance, from what it knows.
-
-    Its evidence is the larger of two measures, each from 0 to 1, over files (a file
-    scores as its best passage, so a long file matching in ten passages is one file):
-
-    * its lead: 1 - (the ``lead_rank``-th best file's BM25) / (the best file's); 1 when
-      only a few files match at all (a rare token), near 0 when the channel is flat;
-    * its agreement: the share of its best ``agree_files`` files that are among the
-      vector channel's best ``agree_among`` (both channels point at the same files).
-
-    The share runs from ``keyword_floor`` (no evidence) to ``keyword_share``, and grows
-    toward 1 as fewer of the keyword matches have a vector.
-    """
-    keyword_files = _files(c.heads, c.keyword)
-    if not keyword_files:
-        return 0.0
-    scores = list(keyword_files.values())
-    best = scores[0]
-    ref = scores[params.lead_rank - 1] if len(scores) >= params.lead_rank else 0.0
-    lead = 1.0 - ref / best if best > 0 else 0.0
-    by_vector = sorted(vector.items(), key=lambda item: (-item[1], item[0]))
-    near = set(list(_files(c.heads, by_vector))[: params.agree_among])
-    top = list(keyword_files)[: params.agree_files]
-    agreement = sum(f in near for f in top) / len(top)
-    floor = params.keyword_floor
-    share = floor + (params.keyword_share - floor) * max(lead, agreement)
-    return 1.0 - vector_weight(c) * (1.0 - share)
-
-
 def vector_weight(c: Candidates) -> float:
     """How much of its share the vector channel keeps for this query: as much as of the
     keyword matches has a vector (``known_share``), and of the query the English-only
@@ -253,39 +198,6 @@ def known_share(c: Candidates) -> float:
     if not c.keyword:
         return 1.0
     return sum(cid in c.cosine for cid, _ in c.keyword) / len(c.keyword)
-
-
-def _files(heads: Mapping[int, int], hits: Sequence[tuple[int, float]]) -> dict[int, float]:
-    """Each file's best score (a file named by its first chunk), in the order of ``hits``."""
-    by_file: dict[int, float] = {}
-    for cid, score in hits:  # best first
-        by_file.setdefault(heads.get(cid, cid), score)
-    return by_file
-
-
-def adaptive(
-    vector: Mapping[int, float],
-    keyword: Mapping[int, float],
-    share: float | None,
-    vector_low: float | None = None,
-) -> dict[int, float]:
-    """``(1 - share) * V + share * K`` for every candidate (see the module docstring).
-
-    ``share`` None: only one channel ran, and it gets the whole weight.
-    """
-    if share is None:
-        share = 0.0 if vector else 1.0
-    v_low = min(vector.values(), default=0.0) if vector_low is None else vector_low
-    v_span = max(vector.values(), default=0.0) - v_low
-    k_best = max(keyword.values(), default=0.0)
-    fused: dict[int, float] = {}
-    for cid in vector.keys() | keyword.keys():
-        v = 0.0
-        if cid in vector:
-            v = (vector[cid] - v_low) / v_span if v_span > 0 else 1.0
-        k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
-        fused[cid] = (1.0 - share) * v + share * k
-    return fused
 
 
 def convex(
@@ -311,15 +223,6 @@ def convex(
         v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
         k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
         fused[cid] = v_share * v + k_share * k
-    return fused
-
-
-def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: float) -> dict[int, float]:
-    """Reciprocal rank fusion: sum over channels of weight / (k + rank), ranks from 1."""
-    fused: dict[int, float] = {}
-    for ids, weight in rankings:
-        for rank, cid in enumerate(ids, 1):
-            fused[cid] = fused.get(cid, 0.0) + weight / (k + rank)
     return fused
 
 

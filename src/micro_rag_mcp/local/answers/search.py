@@ -27,17 +27,11 @@ from micro_rag_mcp.local.answers.keywords import or_query
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.catalog.grams import FILE_GRAMS_KEY
 from micro_rag_mcp.local.vectors.store import VectorStore
-from micro_rag_mcp.search.documents import by_documents, document_terms, is_long, summed
+from micro_rag_mcp.search.documents import by_documents, document_terms, summed
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, best_hits, fuse
+from micro_rag_mcp.search.plan import QueryPlan, plan_query
 from micro_rag_mcp.search.scope import Resolved
-from micro_rag_mcp.search.terms import (
-    idf_sum,
-    names_identifier,
-    query_terms,
-    repeated_terms,
-    searched_terms,
-)
-from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
+from micro_rag_mcp.search.terms import idf_sum, searched_terms
 from micro_rag_mcp.text.vector_text import embedding_text
 
 if TYPE_CHECKING:
@@ -157,8 +151,9 @@ def search_beside(
     take in is code; else which keyword matches are code (told apart, see fusion.py) is
     looked up, by their file's suffix and their text.
     """
+    plan = plan_query(query, params)
     with catalog.snapshot():
-        keyword_hits, keyword_ran, keyword_idf = keyword_evidence(catalog, query, params, files)
+        keyword_hits, keyword_idf = keyword_evidence(catalog, plan, params, files)
         side = vector_side() if "vector" in params.channels else None
         vector_hits = side.chunk_hits(catalog, params.depth) if side is not None else []
         cosine = dict(vector_hits)
@@ -172,7 +167,7 @@ def search_beside(
             cosine.update(side.similarity(catalog, unscored))
             best = [cid for cid, _ in keyword_hits if cid not in cosine][:EMBED_NOW]
             cosine.update(side.embedded(catalog, best))
-            if params.fusion != "rrf" and params.head_weight != 0:
+            if params.head_weight != 0:
                 # Every candidate's: a passage without a vector is judged by its file's.
                 heads = catalog.chunks.head_ids(
                     list(cosine.keys() | {cid for cid, _ in keyword_hits})
@@ -182,11 +177,10 @@ def search_beside(
                 known = cosine.keys() | head_cosine.keys()
                 lacking = dict.fromkeys(h for c in best if (h := heads.get(c, c)) not in known)
                 head_cosine.update(side.embedded(catalog, list(lacking)[: EMBED_NOW - len(best)]))
-            identifier = names_identifier(query)
+            identifier = plan.identifier
             sampled = keyword_hits[:CODE_SAMPLE]
             judged = [cid for cid, _ in sampled if cid in cosine]  # as prose_share counts
-            # (rrf, kept for comparison, fuses ranks: code is not told apart there)
-            if params.fusion != "rrf" and params.judge_code and not identifier:
+            if params.judge_code and not identifier:
                 in_code = frozenset(judged) if all_code else catalog.chunks.code_chunks(judged)
         ranking = fuse(
             Candidates(
@@ -196,9 +190,9 @@ def search_beside(
                 heads=heads,
                 head_cosine=head_cosine,
                 vector_ran=side is not None,
-                keyword_ran=keyword_ran,
+                keyword_ran=plan.keyword,
                 keyword_idf=keyword_idf,
-                read_share=read_share(query),
+                read_share=plan.read_share,
                 code=in_code,
                 identifier=identifier,
             ),
@@ -213,39 +207,33 @@ def keyword_candidates(
     """The keyword channel's best ``depth`` chunks with their BM25 scores (of ``files``
     only, if given), and whether it ran at all (the query has a word, or a CJK run, and
     the channel is on)."""
-    hits, ran, _ = keyword_evidence(catalog, query, params, files)
-    return hits, ran
+    plan = plan_query(query, params)
+    hits, _ = keyword_evidence(catalog, plan, params, files)
+    return hits, plan.keyword
 
 
 def keyword_evidence(
-    catalog: Catalog, query: str, params: SearchParams, files: Sequence[int] | None = None
-) -> tuple[list[tuple[int, float]], bool, float]:
-    """``keyword_candidates``, and the summed idf of the words and bigrams searched."""
-    if "keyword" not in params.channels:
-        return [], False, 0.0
-    stopwords = params.stopwords if params.drop_stopwords else frozenset()
-    terms = query_terms(query, stopwords=stopwords)
-    counts = query_gram_counts(query)
-    long_cjk = is_long(counts)
-    # A long CJK query's runs are matched by their pairs, in passages and whole files; as
-    # words (a run is one FTS5 token) they only add exact repeats of a clause: noise.
-    words = [t for t in terms if not has_cjk(t)] if long_cjk else terms
-    words = repeated_terms(query, words)
+    catalog: Catalog, plan: QueryPlan, params: SearchParams, files: Sequence[int] | None = None
+) -> tuple[list[tuple[int, float]], float]:
+    """The keyword channel's best ``depth`` chunks for the plan, and the summed idf of
+    the words and pairs searched."""
+    if not plan.keyword:
+        return [], 0.0
     hits: list[tuple[int, float]] = []
     weight = 0.0
-    if words:
+    if plan.words:
         weights = (params.title_weight, 1.0)
-        hits, weight = keyword_channel(catalog, words, params.depth, weights, files)
-    if counts:  # CJK runs are found by their bigrams (see cjk.py)
-        grams = list(counts)
+        hits, weight = keyword_channel(catalog, plan.words, params.depth, weights, files)
+    if plan.grams:  # CJK runs are found by their bigrams (see cjk.py)
+        grams = list(plan.grams)
         shares, rows = catalog.terms.shares_among(grams, table="chunks_cjk")
         searched = searched_terms(grams, shares)
         weight += idf_sum(searched, shares, rows)
         passages = catalog.keywords.cjk_search(or_query(searched), params.depth, files)
-        if long_cjk:
-            passages = with_documents(catalog, counts, shares, passages, params.depth, files)
+        if plan.whole_files:
+            passages = with_documents(catalog, plan.grams, shares, passages, params.depth, files)
         hits = summed(hits, passages)
-    return hits, bool(terms) or bool(counts), weight
+    return hits, weight
 
 
 def with_documents(

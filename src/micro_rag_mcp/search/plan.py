@@ -1,0 +1,62 @@
+"""A query analysed once: what each channel of either store searches for it.
+
+Both stores read the same ``QueryPlan`` (``plan_query``): the words the keyword channel
+searches (each once), the CJK pairs and whether
+the query is long enough to be matched against whole files, whether it names an
+identifier of code, and how much of it the English-only encoder reads. A store only
+turns the plan into its own requests; nothing about the query is decided twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from micro_rag_mcp.search.documents import is_long
+from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.terms import names_identifier, query_terms
+from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
+
+
+@dataclass(frozen=True, slots=True)
+class QueryPlan:
+    """What a search looks for (see the module docstring).
+
+    ``words`` are the keyword channel's words, each once;
+    ``grams`` each CJK pair with how often the query holds it; ``whole_files``: the pairs
+    are also matched against whole files (and the CJK runs are not searched as words).
+    """
+
+    text: str
+    words: tuple[str, ...] = ()
+    grams: Mapping[str, int] = field(default_factory=dict)
+    whole_files: bool = False
+    identifier: bool = False
+    read_share: float = 1.0
+    keyword: bool = False  # the keyword channel is on and the query has a word or a pair
+    vector: bool = False  # the vector channel is on (the query is embedded)
+
+
+def plan_query(query: str, params: SearchParams) -> QueryPlan:
+    """The plan of ``query`` under ``params`` (its channels and levers)."""
+    keyword_on = "keyword" in params.channels
+    words: list[str] = []
+    grams: dict[str, int] = {}
+    whole = False
+    if keyword_on:
+        words = query_terms(query)
+        grams = query_gram_counts(query)
+        whole = params.whole_files and is_long(grams)
+        # A long CJK query's runs are matched by their pairs, in passages and whole
+        # files; as words (a run is one FTS5 token) they only add exact repeats of a clause.
+        words = [t for t in words if not has_cjk(t)] if whole else words
+    return QueryPlan(
+        text=query,
+        words=tuple(words),
+        grams=grams,
+        whole_files=whole,
+        identifier=names_identifier(query),
+        read_share=read_share(query),
+        keyword=bool(words or grams),
+        vector="vector" in params.channels,
+    )

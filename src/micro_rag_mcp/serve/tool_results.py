@@ -12,11 +12,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from micro_rag_mcp.core.records import SkipGroup, SkipReason
+from micro_rag_mcp.core.records import SkipGroup, SkipReason, StoredChunk
 from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, unclosed_class
 from micro_rag_mcp.ingest.skipped import EXAMPLES
+from micro_rag_mcp.search.duplicates import SHOWN
 from micro_rag_mcp.serve.jobs import JobState
 from micro_rag_mcp.serve.resource_uri import resource_uri
 from micro_rag_mcp.text.anchors import make_anchor
@@ -80,6 +81,16 @@ class SearchHit(BaseModel):
         "path) to find the passage again after the file changed."
     )
     resource: str = Field(description="The file's resource URI (resources/read, subscribe).")
+    repeated: Repeated | None = Field(
+        None, description="The same passage found elsewhere, folded into this result; null if none."
+    )
+
+
+class Repeated(BaseModel):
+    count: int = Field(description="How many other places hold the same passage.")
+    places: list[str] = Field(
+        description=f"The first {SHOWN} of them, best first: path and page, locator or lines."
+    )
 
 
 class SkippedEntries(BaseModel):
@@ -232,7 +243,21 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         stale=hit.stale,
         anchor=make_anchor(c.text, c.char_start, *hit.context),
         resource=resource_uri(c.path),
+        repeated=Repeated(count=hit.repeats, places=[place(o) for o in hit.elsewhere])
+        if hit.repeats
+        else None,
     )
+
+
+def place(c: StoredChunk) -> str:
+    """Where a passage is, in a few words: ``guide.pdf page 3``, ``notes.md lines 4–9``."""
+    if c.locator:
+        return f"{c.path} {c.locator}"
+    if c.page is not None:
+        return f"{c.path} page {c.page}"
+    if c.line_start is not None:
+        return f"{c.path} lines {c.line_start}–{c.line_end}"
+    return c.path
 
 
 def search_result(outcome: SearchOutcome) -> SearchResult:

@@ -1,0 +1,92 @@
+"""One passage, one result: a passage that repeats one ranked above it is folded into it.
+
+A handbook repeats its expense rule in every chapter, a folder holds ``final.docx`` and
+``final (1).docx``: each copy is a chunk of its own, and without this a query that finds
+one finds them all and fills the answer with the same words. Here the hits are taken in
+rank order, and a hit whose words mostly stand in one already kept is not a result of
+its own: the kept one names it among its other places (``Hit.repeats``), so ``top_k``
+counts distinct passages.
+
+"Near-identical" is measured on words: the text case-folded, punctuation and whitespace
+left out (as ``anchors`` digest a passage), cut into overlapping phrases of ``PHRASE``
+words. Two passages hold one passage when at least ``SHARE`` of the phrases of the
+shorter one are phrases of the other, or ``RUN`` of them are (a paragraph of about 28
+words, word for word). Copies that differ in case, spacing, punctuation or a line break
+agree exactly. The second test is for a paragraph repeated among other text: chunks are
+cut where each copy's surroundings put them, so the chunks that hold a repeated
+paragraph share it and little else (a handbook's chapters: a third of each chunk). A
+phrase of five words is rarely repeated by chance; a figure that differs breaks every
+phrase around it, so two quarters' sentences of the same form are not one passage.
+The price: a passage that shares one whole paragraph with a better one is folded even
+where the rest of it differs; it stays named, one ``read`` away. Consecutive chunks of
+one file are never folded: what they share is their overlap.
+The phrases of the passages kept so far are compared with each candidate: a few
+hundred sets of a few hundred hashes a search at most.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from micro_rag_mcp.core.records import StoredChunk
+from micro_rag_mcp.core.results import Hit
+
+PHRASE = 5  # words in a phrase
+SHARE = 0.5  # share of the shorter passage's phrases the other must hold
+RUN = 24  # or this many phrases: a paragraph of about 28 words, word for word
+SHOWN = 5  # other places a result names; ``repeats`` counts them all
+_WORD = re.compile(r"\w+")
+
+
+def phrases(text: str) -> frozenset[int]:
+    """The hashed ``PHRASE``-word phrases of a text's words (one for a shorter text)."""
+    words = _WORD.findall(text.casefold())
+    if len(words) <= PHRASE:
+        return frozenset({hash(tuple(words))})
+    return frozenset(hash(tuple(words[i : i + PHRASE])) for i in range(len(words) - PHRASE + 1))
+
+
+def repeats(a: frozenset[int], b: frozenset[int]) -> bool:
+    """Whether two passages' phrases say they hold one passage (see the module's doc)."""
+    shorter = min(len(a), len(b))
+    shared = len(a & b)
+    return shorter > 0 and (shared >= SHARE * shorter or shared >= RUN)
+
+
+def neighbours(a: StoredChunk, b: StoredChunk) -> bool:
+    """Consecutive chunks of one file: what they share is the chunks' overlap."""
+    return a.path == b.path and abs(a.chunk_index - b.chunk_index) == 1
+
+
+class Distinct:
+    """Hits taken in rank order, each repeat folded into the first kept hit it repeats."""
+
+    def __init__(self) -> None:
+        self._kept: list[Hit] = []
+        self._phrases: list[frozenset[int]] = []
+        self._others: list[list[StoredChunk]] = []
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def add(self, hit: Hit, *, keep: bool = True) -> None:
+        """Name ``hit`` as another place of the kept hit it repeats, else keep it (unless
+        ``keep`` is false: the results are complete, only repeats are still named)."""
+        mine = phrases(hit.chunk.text)
+        for i, theirs in enumerate(self._phrases):
+            if repeats(mine, theirs) and not neighbours(hit.chunk, self._kept[i].chunk):
+                self._others[i].append(hit.chunk)
+                return
+        if not keep:
+            return
+        self._kept.append(hit)
+        self._phrases.append(mine)
+        self._others.append([])
+
+    def hits(self) -> list[Hit]:
+        """The kept hits in rank order, each with the other places of its passage."""
+        return [
+            replace(hit, repeats=len(others), elsewhere=tuple(others[:SHOWN])) if others else hit
+            for hit, others in zip(self._kept, self._others, strict=True)
+        ]

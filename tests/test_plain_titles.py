@@ -111,5 +111,5 @@ def test_an_index_made_before_reads_its_txt_files_again_once(engine: Engine, dat
     db.close()
     again = engine.reindex()
     assert (again.files_updated, again.files_unchanged) == (1, 1)
-    assert titles(data) == {"a.txt": {"a — Albatross field report"}, "b.md": {"b"}}
+    assert titles(data) == {"a.txt": {"a — Albatross field report"}, "b.md": {"b › Heron notes"}}
     assert engine.reindex().files_unchanged == 2

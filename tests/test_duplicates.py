@@ -126,3 +126,16 @@ def test_consecutive_chunks_of_a_file_are_never_folded_into_each_other(data: Pat
     finally:
         engine.stop()
     assert len(hits) >= 2 and all(h.repeats == 0 for h in hits)
+
+
+def test_a_paragraph_word_for_word_among_other_text_is_one_passage_scattered_phrases_not() -> None:
+    def words(prefix: str, n: int) -> list[str]:
+        return [f"{prefix}{i}" for i in range(n)]
+
+    pieces = [words(f"s{k}w", 9) for k in range(8)]  # 8 shared pieces of 9 words
+    a = " ".join(" ".join(p + words(f"a{k}x", 10)) for k, p in enumerate(pieces))
+    b = " ".join(" ".join(p + words(f"b{k}x", 10)) for k, p in enumerate(pieces))
+    assert len(phrases(a).found & phrases(b).found) >= 24  # shared, but scattered
+    assert not repeats(phrases(a), phrases(b))
+    paragraph = " ".join(words("p", 30))  # 26 phrases in a row
+    assert repeats(phrases(f"{a} {paragraph}"), phrases(f"{paragraph} {b}"))

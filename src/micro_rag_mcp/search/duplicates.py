@@ -10,13 +10,15 @@ counts distinct passages.
 "Near-identical" is measured on words: the text case-folded, punctuation and whitespace
 left out (as ``anchors`` digest a passage), cut into overlapping phrases of ``PHRASE``
 words. Two passages hold one passage when at least ``SHARE`` of the phrases of the
-shorter one are phrases of the other, or ``RUN`` of them are (a paragraph of about 28
-words, word for word). Copies that differ in case, spacing, punctuation or a line break
-agree exactly. The second test is for a paragraph repeated among other text: chunks are
-cut where each copy's surroundings put them, so the chunks that hold a repeated
-paragraph share it and little else (a handbook's chapters: a third of each chunk). A
-phrase of five words is rarely repeated by chance; a figure that differs breaks every
-phrase around it, so two quarters' sentences of the same form are not one passage.
+shorter one are phrases of the other, or ``RUN`` phrases in a row of one are in the
+other (a paragraph of 28 words, word for word). Copies that differ in case, spacing,
+punctuation or a line break agree exactly. The second test is for a paragraph repeated
+among other text: chunks are cut where each copy's surroundings put them, so the chunks
+that hold a repeated paragraph share it and little else (a handbook's chapters: a third
+of each chunk). A phrase of five words is rarely repeated by chance, 24 in a row never;
+a figure that differs breaks every phrase around it, so two quarters' sentences of the
+same form are not one passage, nor two abstracts of one study that reword each sentence
+(Cranfield has 25 pairs of abstracts sharing 24 phrases or more, 12 of them in a row).
 The price: a passage that shares one whole paragraph with a better one is folded even
 where the rest of it differs; it stays named, one ``read`` away. Consecutive chunks of
 one file are never folded: what they share is their overlap.
@@ -27,31 +29,53 @@ hundred sets of a few hundred hashes a search at most.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Hit
 
 PHRASE = 5  # words in a phrase
 SHARE = 0.5  # share of the shorter passage's phrases the other must hold
-RUN = 24  # or this many phrases: a paragraph of about 28 words, word for word
+RUN = 24  # or this many in a row: a paragraph of 28 words, word for word
 SHOWN = 5  # other places a result names; ``repeats`` counts them all
 _WORD = re.compile(r"\w+")
 
 
-def phrases(text: str) -> frozenset[int]:
-    """The hashed ``PHRASE``-word phrases of a text's words (one for a shorter text)."""
+@dataclass(frozen=True, slots=True)
+class Phrases:
+    """A passage's hashed ``PHRASE``-word phrases, in order and as a set."""
+
+    order: tuple[int, ...]
+    found: frozenset[int]
+
+
+def phrases(text: str) -> Phrases:
+    """The phrases of a text's words (one for a text of ``PHRASE`` words or fewer)."""
     words = _WORD.findall(text.casefold())
     if len(words) <= PHRASE:
-        return frozenset({hash(tuple(words))})
-    return frozenset(hash(tuple(words[i : i + PHRASE])) for i in range(len(words) - PHRASE + 1))
+        order: tuple[int, ...] = (hash(tuple(words)),)
+    else:
+        order = tuple(hash(tuple(words[i : i + PHRASE])) for i in range(len(words) - PHRASE + 1))
+    return Phrases(order, frozenset(order))
 
 
-def repeats(a: frozenset[int], b: frozenset[int]) -> bool:
-    """Whether two passages' phrases say they hold one passage (see the module's doc)."""
-    shorter = min(len(a), len(b))
-    shared = len(a & b)
-    return shorter > 0 and (shared >= SHARE * shorter or shared >= RUN)
+def repeats(a: Phrases, b: Phrases) -> bool:
+    """Whether two passages hold one passage (see the module's doc)."""
+    shorter = min(len(a.found), len(b.found))
+    shared = len(a.found & b.found)
+    if shorter == 0 or shared < RUN and shared < SHARE * shorter:
+        return False
+    return shared >= SHARE * shorter or longest_run(a.order, b.found) >= RUN
+
+
+def longest_run(order: Sequence[int], found: frozenset[int]) -> int:
+    """The most consecutive phrases of ``order`` that are all in ``found``."""
+    best = run = 0
+    for phrase in order:
+        run = run + 1 if phrase in found else 0
+        best = max(best, run)
+    return best
 
 
 def neighbours(a: StoredChunk, b: StoredChunk) -> bool:
@@ -64,7 +88,7 @@ class Distinct:
 
     def __init__(self) -> None:
         self._kept: list[Hit] = []
-        self._phrases: list[frozenset[int]] = []
+        self._phrases: list[Phrases] = []
         self._others: list[list[StoredChunk]] = []
 
     def __len__(self) -> int:

@@ -3,18 +3,21 @@ the best place, naming the others; in both stores."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
+from rich.console import Console
 
+from micro_rag_mcp.cli.output import Screens
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.milvus.engine import MilvusEngine
-from micro_rag_mcp.search.duplicates import phrases, repeats
-from micro_rag_mcp.serve.tool_results import place
+from micro_rag_mcp.search.duplicates import phrases, place, repeats
+from micro_rag_mcp.serve.tool_results import SearchResult
 from tests.conftest import make_settings
 from tests.fakes import FakeEmbedder
 from tests.mcpkit import run_client
@@ -139,3 +142,15 @@ def test_a_paragraph_word_for_word_among_other_text_is_one_passage_scattered_phr
     assert not repeats(phrases(a), phrases(b))
     paragraph = " ".join(words("p", 30))  # 26 phrases in a row
     assert repeats(phrases(f"{a} {paragraph}"), phrases(f"{paragraph} {b}"))
+
+
+def test_the_command_line_names_the_other_places(handbook: Path) -> None:
+    async def check(client: Client) -> Any:
+        return (await client.call_tool("search", {"query": QUERY})).structured_content
+
+    result = SearchResult.model_validate(run_client(check, handbook))
+    out = io.StringIO()
+    Screens(Console(file=out, width=200), Console(file=io.StringIO())).hits(result, QUERY)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("also in ")]
+    assert len(lines) == 1 and lines[0].endswith(" more")
+    assert lines[0].startswith("also in ") and "handbook.md lines " in lines[0]

@@ -22,13 +22,15 @@ same form are not one passage, nor two abstracts of one study that reword each s
 The price: a passage that shares one whole paragraph with a better one is folded even
 where the rest of it differs; it stays named, one ``read`` away. Consecutive chunks of
 one file are never folded: what they share is their overlap.
-The phrases of the passages kept so far are compared with each candidate: a few
-hundred sets of a few hundred hashes a search at most.
+Each kept passage's phrases are indexed, so a candidate is compared only with those it
+shares a phrase with: a search's cost grows with the words it looks at, not with the
+square of ``top_k``.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -60,10 +62,12 @@ def phrases(text: str) -> Phrases:
     return Phrases(order, frozenset(order))
 
 
-def repeats(a: Phrases, b: Phrases) -> bool:
-    """Whether two passages hold one passage (see the module's doc)."""
+def repeats(a: Phrases, b: Phrases, shared: int | None = None) -> bool:
+    """Whether two passages hold one passage (see the module's doc); ``shared``: how
+    many phrases they share, if counted already."""
     shorter = min(len(a.found), len(b.found))
-    shared = len(a.found & b.found)
+    if shared is None:
+        shared = len(a.found & b.found)
     if shorter == 0 or shared < RUN and shared < SHARE * shorter:
         return False
     return shared >= SHARE * shorter or longest_run(a.order, b.found) >= RUN
@@ -90,6 +94,7 @@ class Distinct:
         self._kept: list[Hit] = []
         self._phrases: list[Phrases] = []
         self._others: list[list[StoredChunk]] = []
+        self._holders: dict[int, list[int]] = {}  # a phrase -> the kept hits that hold it
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -98,12 +103,18 @@ class Distinct:
         """Name ``hit`` as another place of the kept hit it repeats, else keep it (unless
         ``keep`` is false: the results are complete, only repeats are still named)."""
         mine = phrases(hit.chunk.text)
-        for i, theirs in enumerate(self._phrases):
-            if repeats(mine, theirs) and not neighbours(hit.chunk, self._kept[i].chunk):
+        # Only kept hits that share a phrase are compared, by the count shared, in rank order.
+        shared = Counter(i for p in mine.found for i in self._holders.get(p, ()))
+        for i in sorted(shared):
+            if repeats(mine, self._phrases[i], shared[i]) and not neighbours(
+                hit.chunk, self._kept[i].chunk
+            ):
                 self._others[i].append(hit.chunk)
                 return
         if not keep:
             return
+        for p in mine.found:
+            self._holders.setdefault(p, []).append(len(self._kept))
         self._kept.append(hit)
         self._phrases.append(mine)
         self._others.append([])
@@ -114,3 +125,14 @@ class Distinct:
             replace(hit, repeats=len(others), elsewhere=tuple(others[:SHOWN])) if others else hit
             for hit, others in zip(self._kept, self._others, strict=True)
         ]
+
+
+def place(c: StoredChunk) -> str:
+    """Where a passage is, in a few words: ``guide.pdf page 3``, ``notes.md lines 4–9``."""
+    if c.locator:
+        return f"{c.path} {c.locator}"
+    if c.page is not None:
+        return f"{c.path} page {c.page}"
+    if c.line_start is not None:
+        return f"{c.path} lines {c.line_start}–{c.line_end}"
+    return c.path

@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from micro_rag_mcp.core.records import SkipGroup, SkipReason, StoredChunk
+from micro_rag_mcp.core.records import SkipGroup, SkipReason
 from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, unclosed_class
 from micro_rag_mcp.ingest.skipped import EXAMPLES
-from micro_rag_mcp.search.duplicates import SHOWN
+from micro_rag_mcp.search.duplicates import SHOWN, place
 from micro_rag_mcp.serve.jobs import JobState
 from micro_rag_mcp.serve.resource_uri import resource_uri
 from micro_rag_mcp.text.anchors import make_anchor
@@ -247,17 +247,6 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         if hit.repeats
         else None,
     )
-
-
-def place(c: StoredChunk) -> str:
-    """Where a passage is, in a few words: ``guide.pdf page 3``, ``notes.md lines 4–9``."""
-    if c.locator:
-        return f"{c.path} {c.locator}"
-    if c.page is not None:
-        return f"{c.path} page {c.page}"
-    if c.line_start is not None:
-        return f"{c.path} lines {c.line_start}–{c.line_end}"
-    return c.path
 
 
 def search_result(outcome: SearchOutcome) -> SearchResult:

@@ -33,12 +33,12 @@ def prose(rng: random.Random, sentences: int) -> str:
 
 
 def write_handbook(folder: Path) -> list[str]:
-    """A Markdown handbook of chapters, each repeating ``REPEATED`` among its own
-    paragraphs, and a policy file that holds it too; the paths, in order."""
+    """A Markdown handbook of chapters, each with its own text and a section on expense
+    claims that repeats ``REPEATED``, and a policy file that holds it too; the paths."""
     rng = random.Random(7)
     parts = ["# Staff handbook\n"]
     for name in CHAPTERS:
-        parts.append(f"## {name}\n\n{prose(rng, 3)}\n\n{REPEATED}\n\n{prose(rng, 3)}\n")
+        parts.append(f"## {name}\n\n{prose(rng, 4)}\n\n### Expense claims\n\n{REPEATED}\n")
     (folder / "handbook.md").write_text("\n".join(parts), encoding="utf-8")
     (folder / "expenses.md").write_text(
         f"# Expense policy\n\n{REPEATED}\n\n{prose(rng, 4)}\n", encoding="utf-8"

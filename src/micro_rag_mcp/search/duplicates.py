@@ -9,29 +9,24 @@ counts distinct passages.
 
 "Near-identical" is measured on words: the text case-folded, punctuation and whitespace
 left out (as ``anchors`` digest a passage), cut into overlapping phrases of ``PHRASE``
-words. Two passages hold one passage when at least ``SHARE`` of the phrases of the
-shorter one are phrases of the other, or ``RUN`` phrases in a row of one are in the
-other (a paragraph of 28 words, word for word). Copies that differ in case, spacing,
-punctuation or a line break agree exactly. The second test is for a paragraph repeated
-among other text: chunks are cut where each copy's surroundings put them, so the chunks
-that hold a repeated paragraph share it and little else (a handbook's chapters: a third
-of each chunk). A phrase of five words is rarely repeated by chance, 24 in a row never;
-a figure that differs breaks every phrase around it, so two quarters' sentences of the
-same form are not one passage, nor two abstracts of one study that reword each sentence
-(Cranfield has 25 pairs of abstracts sharing 24 phrases or more, 12 of them in a row).
-The price: a passage that shares one whole paragraph with a better one is folded even
-where the rest of it differs; it stays named, one ``read`` away. Consecutive chunks of
-one file are never folded: what they share is their overlap.
-Each kept passage's phrases are indexed, so a candidate is compared only with those it
-shares a phrase with: a search's cost grows with the words it looks at, not with the
-square of ``top_k``.
+words. Two passages are one when at least ``SHARE`` of the phrases of the shorter one
+are phrases of the other. Copies that differ in case, spacing, punctuation or a line
+break agree exactly; a repeated section cut at other places, or lightly edited, keeps
+most of its phrases; a figure that differs breaks every phrase around it, so two
+quarters' sentences of the same form are not one passage. A paragraph repeated inside
+other text is folded where it is most of its passage (a short section that is mostly
+the repeated rule), not where it is a third of it: a shared paragraph word for word was
+also tried (24 phrases in a row) and cost sec10q_dev 2.6 points of Recall@5 on top of
+this rule's 2.9, quarterly filings repeating paragraphs among their own figures
+(docs/benchmarks.md, "One passage, one result"). Consecutive chunks of one file are
+never folded: what they share is their overlap. Each kept passage's phrases are
+indexed, so a candidate is compared only with those it shares a phrase with.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from micro_rag_mcp.core.records import StoredChunk
@@ -39,16 +34,14 @@ from micro_rag_mcp.core.results import Hit
 
 PHRASE = 5  # words in a phrase
 SHARE = 0.5  # share of the shorter passage's phrases the other must hold
-RUN = 24  # or this many in a row: a paragraph of 28 words, word for word
 SHOWN = 5  # other places a result names; ``repeats`` counts them all
 _WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True, slots=True)
 class Phrases:
-    """A passage's hashed ``PHRASE``-word phrases, in order and as a set."""
+    """A passage's hashed ``PHRASE``-word phrases."""
 
-    order: tuple[int, ...]
     found: frozenset[int]
 
 
@@ -56,30 +49,18 @@ def phrases(text: str) -> Phrases:
     """The phrases of a text's words (one for a text of ``PHRASE`` words or fewer)."""
     words = _WORD.findall(text.casefold())
     if len(words) <= PHRASE:
-        order: tuple[int, ...] = (hash(tuple(words)),)
-    else:
-        order = tuple(hash(tuple(words[i : i + PHRASE])) for i in range(len(words) - PHRASE + 1))
-    return Phrases(order, frozenset(order))
+        return Phrases(frozenset({hash(tuple(words))}))
+    starts = range(len(words) - PHRASE + 1)
+    return Phrases(frozenset(hash(tuple(words[i : i + PHRASE])) for i in starts))
 
 
 def repeats(a: Phrases, b: Phrases, shared: int | None = None) -> bool:
-    """Whether two passages hold one passage (see the module's doc); ``shared``: how
-    many phrases they share, if counted already."""
+    """Whether two passages are one (see the module's doc); ``shared``: how many
+    phrases they share, if counted already."""
     shorter = min(len(a.found), len(b.found))
     if shared is None:
         shared = len(a.found & b.found)
-    if shorter == 0 or shared < RUN and shared < SHARE * shorter:
-        return False
-    return shared >= SHARE * shorter or longest_run(a.order, b.found) >= RUN
-
-
-def longest_run(order: Sequence[int], found: frozenset[int]) -> int:
-    """The most consecutive phrases of ``order`` that are all in ``found``."""
-    best = run = 0
-    for phrase in order:
-        run = run + 1 if phrase in found else 0
-        best = max(best, run)
-    return best
+    return shorter > 0 and shared >= SHARE * shorter
 
 
 def neighbours(a: StoredChunk, b: StoredChunk) -> bool:

@@ -127,3 +127,24 @@ def test_an_index_made_before_headings_joined_their_passages_is_chunked_again(
         assert engine.reindex().files_unchanged == 25
     finally:
         engine.stop()
+
+
+def test_a_pdf_s_outline_names_its_passages_sections_but_does_not_join_their_text(
+    tmp_path: Path,
+) -> None:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    from tests.docfactory import pdf_bytes
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_bytes(["Cover.", "Revenue rose."]))))
+    writer.add_outline_item(title="Item 2. Management's Discussion", page_number=1)
+    path = tmp_path / "filing.pdf"
+    with path.open("wb") as out:
+        writer.write(out)
+    _, chunks = extract_chunks(
+        read_document(path, max_bytes=1 << 20), path, make_settings(tmp_path)
+    )
+    assert [c.section for c in chunks] == [None, "Item 2. Management's Discussion"]
+    assert {c.title for c in chunks} == {"filing"}

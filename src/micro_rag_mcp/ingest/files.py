@@ -128,9 +128,12 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
     A PDF is chunked page by page, so every passage cites exactly one page; likewise no
     passage spans one of the document's breaks (a sheet, a slide) or the start of a
     section (``section_starts``): a heading opens the passage of its section's text,
-    never ends the one before it. Table rows are kept
-    whole: a document with rows is chunked at row ends without overlap. Lines are given
-    for documents without pages, locators or rows (lines of the extracted text).
+    never ends the one before it. A passage's title is its heading path (``heading``),
+    but for a paged document's: a PDF's outline names generic parts ("Part I › Item 2")
+    of pages that are passages already, and joined to them it cost sec10q_dev 1.3 points
+    of Hit@5 (docs/benchmarks.md). Table rows are kept whole: a document with rows is
+    chunked at row ends without overlap. Lines are given for documents without pages,
+    locators or rows (lines of the extracted text).
     """
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
@@ -148,6 +151,7 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
         for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, overlap):
             start, end = seg_start + c.start, seg_start + c.end
             first, last = locate.lines(start, end) if with_lines else (None, None)
+            section = locate.section(start)
             chunks.append(
                 NewChunk(
                     len(chunks),
@@ -156,7 +160,7 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
                     first,
                     last,
                     locate.page(start),
-                    heading(title, section := locate.section(start)),
+                    heading(title, None if doc.page_starts else section),
                     c.text,
                     section=section,
                     locator=locate.where(start, end),

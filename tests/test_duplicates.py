@@ -117,6 +117,8 @@ def test_passages_that_only_share_their_form_are_not_one_passage() -> None:
     )
     assert not repeats(phrases(q2), phrases(q3))
     assert not repeats(phrases("The pass ran at noon."), phrases("The pass ran at night."))
+    narwhal, walrus = (f"A {a} was seen near the harbour mouth." for a in ("narwhal", "walrus"))
+    assert not repeats(phrases(narwhal), phrases(walrus))  # half their phrases shared
 
 
 def test_consecutive_chunks_of_a_file_are_never_folded_into_each_other(data: Path) -> None:

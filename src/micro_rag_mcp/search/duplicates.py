@@ -11,16 +11,16 @@ counts distinct passages.
 left out (as ``anchors`` digest a passage), cut into overlapping phrases of ``PHRASE``
 words. Two passages are one when at least ``SHARE`` of the phrases of the shorter one
 are phrases of the other. Copies that differ in case, spacing, punctuation or a line
-break agree exactly; a repeated section cut at other places, or lightly edited, keeps
-most of its phrases; a figure that differs breaks every phrase around it, so two
-quarters' sentences of the same form are not one passage. A paragraph repeated inside
-other text is folded where it is most of its passage (a short section that is mostly
-the repeated rule), not where it is a third of it: a shared paragraph word for word was
-also tried (24 phrases in a row) and cost sec10q_dev 2.6 points of Recall@5 on top of
-this rule's 2.9, quarterly filings repeating paragraphs among their own figures
-(docs/benchmarks.md, "One passage, one result"). Consecutive chunks of one file are
-never folded: what they share is their overlap. Each kept passage's phrases are
-indexed, so a candidate is compared only with those it shares a phrase with.
+break agree exactly; a repeated section under another heading, or with a word changed,
+keeps nearly all its phrases. A word that differs breaks every phrase around it, so
+"A narwhal was seen near the harbour" is not "A walrus was seen ..." (half their
+phrases are shared), nor are two quarters' passages of one form with their own figures
+(at half, 2.9 points of sec10q_dev's Recall@5 were such passages folded). A paragraph
+repeated inside other text is folded only where it is nearly all of its passage; a
+shared paragraph word for word (24 phrases in a row) was tried and cost sec10q_dev 2.6
+more points (docs/benchmarks.md, "One passage, one result"). Consecutive chunks of one
+file are never folded: what they share is their overlap. Each kept passage's phrases
+are indexed, so a candidate is compared only with those it shares a phrase with.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Hit
 
 PHRASE = 5  # words in a phrase
-SHARE = 0.5  # share of the shorter passage's phrases the other must hold
+SHARE = 0.8  # share of the shorter passage's phrases the other must hold
 SHOWN = 5  # other places a result names; ``repeats`` counts them all
 _WORD = re.compile(r"\w+")
 

@@ -15,7 +15,7 @@ break agree exactly; a repeated section under another heading, or with a word ch
 keeps nearly all its phrases. A word that differs breaks every phrase around it, so
 "A narwhal was seen near the harbour" is not "A walrus was seen ..." (half their
 phrases are shared), nor are two quarters' passages of one form with their own figures
-(at half, 2.9 points of sec10q_dev's Recall@5 were such passages folded). A paragraph
+(at half, sec10q_dev's Recall@5 lost 2.9 points to such folds, at four fifths 1.6). A paragraph
 repeated inside other text is folded only where it is nearly all of its passage; a
 shared paragraph word for word (24 phrases in a row) was tried and cost sec10q_dev 2.6
 more points (docs/benchmarks.md, "One passage, one result"). Consecutive chunks of one

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.local.layout import ensure_folder
-from micro_rag_mcp.serve.tool_results import ReadResult, SearchResult, wire
+from micro_rag_mcp.serve.read_result import ReadResult
+from micro_rag_mcp.serve.tool_results import SearchResult, wire
 from tests.docfactory import make_pdf
 from tests.indexkit import hold_lock
 from tests.waiting import lines_until
@@ -206,9 +207,14 @@ def test_search_notices_name_the_flags_the_person_typed(
 def test_search_keeps_to_the_files_its_scope_flags_take(tmp_path: Path) -> None:
     data = tmp_path / "docs"
     names = ["keep/new.md", "keep/new.txt", "keep/old.md", "other/new.md"]
-    for name in names:
+    for i, name in enumerate(names):  # distinct passages: near-copies would be one result
         (data / name).parent.mkdir(parents=True, exist_ok=True)
-        (data / name).write_text(f"The lighthouse keeper logs the fog horn ({name}).\n")
+        (data / name).write_text(
+            f"The lighthouse keeper logs the fog horn ({name}).\n"
+            f"Entry {i}: {['gulls', 'tides', 'ships', 'rain'][i]} seen past midnight in the "
+            f"{['north', 'south', 'east', 'west'][i]} bay, "
+            f"{['calm', 'rough', 'grey', 'dark'][i]} water.\n"
+        )
     old = time.mktime((2020, 1, 1, 0, 0, 0, 0, 0, -1))
     os.utime(data / "keep" / "old.md", (old, old))
     assert micro_rag("index", str(data)).returncode == 0

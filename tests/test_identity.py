@@ -31,8 +31,10 @@ def test_the_recorded_identity_reads_back_as_the_values_that_wrote_it(data: Path
 def test_the_chunking_record_is_written_as_every_index_holds_it_and_read_back() -> None:
     from micro_rag_mcp.core.settings import Chunking
 
-    assert Chunking(640, 64).recorded == "chars:640/64;titles:2"  # as indexes hold it
-    assert Chunking.from_record("chars:640/64;titles:2") == Chunking(640, 64)
+    assert Chunking(640, 64).recorded == "chars:640/64;titles:3"  # as indexes hold it
+    assert Chunking.from_record("chars:640/64;titles:3") == Chunking(640, 64)
+    # Made before headings joined their passages: another chunking, so every file is re-chunked.
+    assert Chunking.from_record("chars:640/64;titles:2") == Chunking(640, 64, titles=2)
     assert Chunking.from_record("chars:1000/200") == Chunking(1000, 200, titles=0)
     assert Chunking.from_record("chars:x/1") is None and Chunking.from_record("") is None
 

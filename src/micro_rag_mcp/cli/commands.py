@@ -319,7 +319,8 @@ def _search_in_service(args: argparse.Namespace) -> SearchResult | None:
 
 def cmd_read(args: argparse.Namespace, screens: Screens) -> int:
     from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
-    from micro_rag_mcp.serve.tool_results import read_result, wire
+    from micro_rag_mcp.serve.read_result import read_result
+    from micro_rag_mcp.serve.tool_results import wire
 
     engine = _reader_engine(args)
     try:

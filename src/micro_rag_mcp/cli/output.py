@@ -13,7 +13,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -195,6 +195,10 @@ class Screens:
             head.append(f"  relevance {hit.relevance:.2f}{score}", style="dim")
             self.out.print(head)
             self.out.print(highlighted(snippet(hit.snippet, terms), terms), style=None)
+            if hit.repeated is not None:
+                self.out.print(
+                    Text(_repeated(hit.repeated.count, hit.repeated.places)), style="dim"
+                )
             self.out.print()
         for notice in result.notices:
             _say(self.err, f"note: {notice}")
@@ -339,3 +343,10 @@ def _size(n: int) -> str:
 def _spaced(record: str | None) -> str:
     """A recorded id (``model@rev;title+text``) with a space after each ``;``."""
     return (record or "").replace(";", "; ")
+
+
+def _repeated(count: int, places: Sequence[str]) -> str:
+    """``also in 7 other places: a.md lines 4–9, b.md lines 1–3 and 5 more``."""
+    more = f" and {count - len(places)} more" if count > len(places) else ""
+    other = "place" if count == 1 else "places"
+    return f"also in {count} other {other}: {', '.join(places)}{more}"

@@ -39,6 +39,8 @@ class Hit:
     channels: tuple[Channel, ...]
     stale: bool = False  # the file on disk no longer matches what was indexed, or is gone
     context: tuple[str, str] = ("", "")  # the file's text just before and after (anchors)
+    repeats: int = 0  # other places of the same passage, folded into this hit (duplicates)
+    elsewhere: tuple[StoredChunk, ...] = ()  # the first few of them, in rank order
 
 
 class ModelState(enum.StrEnum):

@@ -23,7 +23,7 @@ DEFAULT_POLL_S = 30.0
 Precision = Literal["fp32", "int8"]
 ModelName = Literal["minilm", "e5-small"]  # the encoders of model/files.py
 WatchMode = Literal["auto", "poll", "off"]
-TITLES_VERSION = 2  # how a file's title joins its chunks (bumped when that changes)
+TITLES_VERSION = 3  # how a file's title and headings join its chunks (bumped when that changes)
 
 
 @dataclass(frozen=True, slots=True)

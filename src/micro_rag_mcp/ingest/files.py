@@ -12,7 +12,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,6 +23,7 @@ from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.core.results import ReindexReport
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.ingest.readers import Document
+from micro_rag_mcp.ingest.readers.document import SECTION_SEPARATOR
 from micro_rag_mcp.ingest.scanner import ScannedFile, ScanResult, ScanRules, Scope
 from micro_rag_mcp.text.chunking import Locator, chunk_text
 
@@ -158,9 +159,14 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
     """Chunk and locate one document; raise ReadError if it has no text.
 
     A PDF is chunked page by page, so every passage cites exactly one page; likewise no
-    passage spans one of the document's breaks (a sheet, a slide). Table rows are kept
-    whole: a document with rows is chunked at row ends without overlap. Lines are given
-    for documents without pages, locators or rows (lines of the extracted text).
+    passage spans one of the document's breaks (a sheet, a slide) or the start of a
+    section (``section_starts``): a heading opens the passage of its section's text,
+    never ends the one before it. A passage's title is its heading path (``heading``),
+    but for a paged document's: a PDF's outline names generic parts ("Part I › Item 2")
+    of pages that are passages already, and joined to them it cost sec10q_dev 1.3 points
+    of Hit@5 (docs/benchmarks.md). Table rows are kept whole: a document with rows is
+    chunked at row ends without overlap. Lines are given for documents without pages,
+    locators or rows (lines of the extracted text).
     """
     if not doc.text.strip():
         raise ReadError("no extractable text (empty document)")
@@ -168,7 +174,8 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
     locate = Locator(
         doc.text, doc.page_starts, sections=doc.sections, locators=doc.locators, rows=doc.rows
     )
-    bounds = sorted({0, *doc.page_starts, *doc.breaks})
+    starts = section_starts(doc.sections, settings.chunk_size // 4)
+    bounds = sorted({0, *doc.page_starts, *doc.breaks, *starts})
     segments = zip(bounds, [*bounds[1:], len(doc.text)], strict=True)
     overlap = 0 if doc.rows else settings.chunk_overlap
     with_lines = not (doc.page_starts or doc.locators or doc.rows)
@@ -177,6 +184,7 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
         for c in chunk_text(doc.text[seg_start:seg_end], settings.chunk_size, overlap):
             start, end = seg_start + c.start, seg_start + c.end
             first, last = locate.lines(start, end) if with_lines else (None, None)
+            section = locate.section(start)
             chunks.append(
                 NewChunk(
                     len(chunks),
@@ -185,9 +193,9 @@ def extract_chunks(doc: Document, path: Path, settings: Settings) -> tuple[str, 
                     first,
                     last,
                     locate.page(start),
-                    title,
+                    heading(title, None if doc.page_starts else section),
                     c.text,
-                    section=locate.section(start),
+                    section=section,
                     locator=locate.where(start, end),
                 )
             )
@@ -208,6 +216,30 @@ def document_title(path: Path, metadata_title: str = "") -> str:
     if metadata_title and metadata_title.casefold() != name.casefold():
         return f"{name} — {metadata_title}" if name else metadata_title
     return name
+
+
+def section_starts(sections: Sequence[tuple[int, str]], least: int) -> list[int]:
+    """Where a section starts, but for one that would leave the text since the last
+    start shorter than ``least`` characters: a heading right above a subheading, or a
+    run of short sections, stays in one passage with what follows."""
+    starts: list[int] = []
+    last = 0
+    for offset, _ in sections:
+        if offset - last >= least:
+            starts.append(offset)
+            last = offset
+    return starts
+
+
+def heading(title: str, section: str | None) -> str:
+    """A passage's heading: its file's title and the heading path it sits under
+    (``runbook › Errors › ERR-4471 Lock timeout``). It is stored as the chunk's title: the
+    keyword channel's title column and the line above the text a passage is embedded as,
+    so a query naming a section's heading finds the whole section, not only the passage
+    that holds the heading's line."""
+    if not section:
+        return title
+    return f"{title}{SECTION_SEPARATOR}{section}" if title else section
 
 
 Outcome = Literal["unchanged", "gone", "failed", "touched", "stored"]

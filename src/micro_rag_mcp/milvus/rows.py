@@ -105,11 +105,11 @@ def new_version() -> int:
 def chunk_rows(
     path: str,
     version: int,
-    title: str,
     chunks: Sequence[NewChunk],
     vectors: npt.NDArray[np.float32],
 ) -> list[dict[str, Any]]:
-    """One file's chunks as rows of the chunks collection."""
+    """One file's chunks as rows of the chunks collection; a chunk's keywords are its
+    heading (``files.heading``) and its text."""
     return [
         {
             "path": path,
@@ -123,7 +123,7 @@ def chunk_rows(
             "text": c.text,
             "section": clip(c.section or ""),
             "locator": clip(c.locator or ""),
-            "keywords": clip(keyword_text(f"{title}\n{c.text}"), MAX_TEXT_BYTES),
+            "keywords": clip(keyword_text(f"{c.title}\n{c.text}"), MAX_TEXT_BYTES),
             "bucket": bucket(path, c.chunk_index),
             "dense": [float(x) for x in v],
         }

@@ -223,7 +223,7 @@ class _BatchWriter:
         for w, dense in zip(writes, vectors, strict=True):
             title = w.chunks[0].title if w.chunks else ""
             version = versions[w.record.path]
-            rows.extend(chunk_rows(w.record.path, version, title, w.chunks, dense))
+            rows.extend(chunk_rows(w.record.path, version, w.chunks, dense))
             spans = [(c.text, c.char_start, c.char_end) for c in w.chunks]
             grams.extend(gram_rows(w.record.path, version, title, spans))
         ids = self.index.insert_chunks(rows)

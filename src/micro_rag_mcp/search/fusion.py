@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Channel, Found, Hit
+from micro_rag_mcp.search.duplicates import Distinct
 
 # How many of the best keyword matches tell how much of them is code (prose_share): each
 # is read to see whether it reads as code, and a search has few milliseconds to spare.
@@ -247,8 +248,9 @@ def best_hits(
     top_k: int,
     score_threshold: float,
 ) -> Found:
-    """Rows of the best ranked chunks that pass the threshold, a window at a time."""
-    hits: list[Hit] = []
+    """Rows of the best ranked chunks that pass the threshold, a window at a time; a
+    passage that repeats one ranked above it is named there, not counted (duplicates)."""
+    hits = Distinct()
     cut = 0
     window = max(2 * top_k, 20)
     ranked = ranking.ranked
@@ -264,7 +266,8 @@ def best_hits(
             if score is not None and score < score_threshold and "keyword" not in channels:
                 cut += 1
                 continue
-            hits.append(Hit(row, score, ranking.fused[cid], channels))
-            if len(hits) == top_k:
-                return Found(hits, ranking.no_good_match)
-    return Found(hits, ranking.no_good_match, cut=not hits and cut > 0)
+            # Past top_k, the rest of the window fetched is still looked at for repeats.
+            hits.add(Hit(row, score, ranking.fused[cid], channels), keep=len(hits) < top_k)
+        if len(hits) == top_k:
+            return Found(hits.hits(), ranking.no_good_match)
+    return Found(hits.hits(), ranking.no_good_match, cut=not hits and cut > 0)

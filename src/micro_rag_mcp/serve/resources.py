@@ -67,8 +67,9 @@ from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.listing import FileListing, IndexedFile
 from micro_rag_mcp.search.reading import MAX_CHARS
 from micro_rag_mcp.serve.legacy import LegacySessions, declare_list_changed
+from micro_rag_mcp.serve.read_result import read_result
 from micro_rag_mcp.serve.resource_uri import TEMPLATE, resource_uri
-from micro_rag_mcp.serve.tool_results import SearchResult, read_result, wire
+from micro_rag_mcp.serve.tool_results import SearchResult, wire
 from micro_rag_mcp.store import Store
 
 logger = logging.getLogger(__name__)

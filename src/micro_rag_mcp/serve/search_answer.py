@@ -144,6 +144,10 @@ def _hit_text(hit: SearchHit) -> str:
     head = f"[{hit.rank}] {' · '.join(place)}  relevance {hit.relevance:.2f}{cosine}{found}{stale}"
     cut = ", snippet cut: read for the rest" if hit.snippet_cut else ""
     where = f"chars {hit.char_start}-{hit.char_end}{cut}; anchor {hit.anchor}"
+    if hit.repeated is not None:
+        more = hit.repeated.count - len(hit.repeated.places)
+        others = "; ".join(hit.repeated.places) + (f"; and {more} more" if more > 0 else "")
+        where += f"\nalso in {hit.repeated.count} other places: {others}"
     return f"{head}\n{where}\n{hit.snippet}"
 
 

@@ -13,10 +13,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from micro_rag_mcp.core.records import SkipGroup, SkipReason
-from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome, TextPassage
+from micro_rag_mcp.core.results import Hit, IndexState, ReindexReport, SearchOutcome
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import UNCLOSED_CLASS, unclosed_class
 from micro_rag_mcp.ingest.skipped import EXAMPLES
+from micro_rag_mcp.search.duplicates import SHOWN, place
 from micro_rag_mcp.serve.jobs import JobState
 from micro_rag_mcp.serve.resource_uri import resource_uri
 from micro_rag_mcp.text.anchors import make_anchor
@@ -84,6 +85,16 @@ class SearchHit(BaseModel):
         False,
         description="The snippet is the passage's start, cut to keep the answer within "
         "max_chars: read path from char_start to char_end for the whole passage.",
+    )
+    repeated: Repeated | None = Field(
+        None, description="The same passage found elsewhere, folded into this result; null if none."
+    )
+
+
+class Repeated(BaseModel):
+    count: int = Field(description="How many other places hold the same passage.")
+    places: list[str] = Field(
+        description=f"The first {SHOWN} of them, best first: path and page, locator or lines."
     )
 
 
@@ -254,6 +265,9 @@ def _hit(hit: Hit, rank: int) -> SearchHit:
         anchor=make_anchor(c.text, c.char_start, *hit.context),
         resource=resource_uri(c.path),
         snippet_cut=False,
+        repeated=Repeated(count=hit.repeats, places=[place(o) for o in hit.elsewhere])
+        if hit.repeats
+        else None,
     )
 
 
@@ -341,54 +355,3 @@ def _reindex_notices(
     if unclosed_class(path_glob):
         notice += UNCLOSED_CLASS
     return [notice]
-
-
-class ReadResult(BaseModel):
-    path: str = Field(description="File path relative to the data folder, '/' separators.")
-    text: str = Field(description="The file's extracted text from char_start to char_end.")
-    char_start: int = Field(description="Offset of the text in the file's extracted text.")
-    char_end: int = Field(description="End offset (exclusive) of the text.")
-    next_char_start: int | None = Field(
-        description="Where to continue (pass it as char_start); null when the range asked "
-        "for (the file, or the page) has been returned to its end."
-    )
-    total_chars: int = Field(description="Length of the file's extracted text.")
-    page: int | None = Field(None, description="Page (1-based) where the text starts, PDF only.")
-    line_start: LineStart = None
-    line_end: LineEnd = None
-    ext: str = Field(description="File extension, lower case, with the dot.")
-    mtime: float = Field(description="File modification time when indexed, seconds since epoch.")
-    notices: list[str] = Field(
-        description="What the text alone does not say: whitespace the index does not keep, "
-        "or a file that changed since it was indexed."
-    )
-    changed: bool | None = Field(
-        None,
-        description="Read by anchor: true when the passage was edited since the anchor was "
-        "made (the text is the closest passage); null when not read by anchor.",
-    )
-    similarity: float | None = Field(
-        None,
-        description="Read by anchor: the share of the anchor's twelve sample phrases found "
-        "in place (1 when the edit missed them all; changed tells whether every word is the "
-        "same); null when not read by anchor.",
-    )
-
-
-def read_result(passage: TextPassage) -> ReadResult:
-    return ReadResult(
-        path=passage.path,
-        text=passage.text,
-        char_start=passage.char_start,
-        char_end=passage.char_end,
-        next_char_start=passage.next_char_start,
-        total_chars=passage.total_chars,
-        page=passage.page,
-        line_start=passage.line_start,
-        line_end=passage.line_end,
-        ext=passage.ext,
-        mtime=passage.mtime_ns / 1e9,
-        notices=passage.notices,
-        changed=passage.changed,
-        similarity=passage.similarity,
-    )

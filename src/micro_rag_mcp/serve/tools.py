@@ -44,6 +44,7 @@ from micro_rag_mcp.serve.jobs import (
     ReindexJobs,
 )
 from micro_rag_mcp.serve.opening import Later
+from micro_rag_mcp.serve.read_result import ReadResult, read_result
 from micro_rag_mcp.serve.search_answer import (
     DEFAULT_MAX_CHARS as DEFAULT_ANSWER_CHARS,
 )
@@ -53,10 +54,8 @@ from micro_rag_mcp.serve.search_answer import (
     search_answer,
 )
 from micro_rag_mcp.serve.tool_results import (
-    ReadResult,
     ReindexResult,
     SearchResult,
-    read_result,
     reindex_result,
     running_result,
     search_result,

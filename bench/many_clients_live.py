@@ -86,10 +86,10 @@ def poll(
     took.append(time.perf_counter() - written)
 
 
-def hammer(launch: Launch, stop: threading.Event, rng: random.Random) -> None:
-    """Search until ``stop`` is set."""
+def hammer(launch: Launch, stop: threading.Event, rng: random.Random, outcomes: list[str]) -> None:
+    """Search until ``stop`` is set; each answer's kind goes to ``outcomes``."""
     while not stop.is_set():
-        attempt(launch, f"wombat season {rng.randrange(3)}")
+        outcomes.append(attempt(launch, f"wombat season {rng.randrange(3)}"))
 
 
 def attempt(launch: Launch, query: str) -> str:
@@ -125,9 +125,10 @@ def kills(folders: list[Path], env: dict[str, str], rounds: int, seed: int) -> d
     for launch in launches:
         launch.wait_idle()
     recovered, gone, failures = 0, 0, []
+    outcomes: list[str] = []  # of the searches running while the service is killed
     for round_ in range(rounds):
         stop = threading.Event()
-        threads = [threading.Thread(target=hammer, args=(x, stop, rng)) for x in launches]
+        threads = [threading.Thread(target=hammer, args=(x, stop, rng, outcomes)) for x in launches]
         for thread in threads:
             thread.start()
         if round_ % 2 == 0:  # while indexing: the change starts a pass
@@ -172,6 +173,8 @@ def kills(folders: list[Path], env: dict[str, str], rounds: int, seed: int) -> d
         "rounds": rounds,
         "recovered": recovered,
         "gone": gone,
+        "during": {kind: outcomes.count(kind) for kind in ("ok", "gone")},
+        "other": [o for o in outcomes if o not in ("ok", "gone")][:3],
         "failures": failures[:3],
         "converged": converged,
         "folders": len(folders),
@@ -236,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k['recovered']} of {k['rounds']} recovered; "
                 f"{k['converged']} of {k['folders']} indexes as a clean build",
                 "all",
-                f"{k['gone']} send-again errors; failures {k['failures']}",
+                f"searches during the rounds: {k['during']}, other errors {k['other']}; "
+                f"send-again errors on a next request {k['gone']}; failures {k['failures']}",
             )
         )
     if args.only in (None, "searches"):

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -169,6 +170,7 @@ def kills(folders: list[Path], env: dict[str, str], rounds: int, seed: int) -> d
         view = views[i * SESSIONS]
         whole = view["chunks_with_vectors"] == view["chunks_total"]
         converged += whole and contents(data / "index") == contents(fresh)
+        shutil.rmtree(fresh)
     return {
         "rounds": rounds,
         "recovered": recovered,

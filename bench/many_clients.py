@@ -95,13 +95,11 @@ class Launch:
         return elapsed
 
     def search(self, query: str) -> dict[str, Any]:
-        answer = self.call("tools/call", {"name": "search", "arguments": {"query": query}})
-        out: dict[str, Any] = json.loads(answer["result"]["content"][0]["text"])
-        return out
+        return self.tool("search", {"query": query})
 
     def tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         answer = self.call("tools/call", {"name": name, "arguments": arguments})
-        out: dict[str, Any] = json.loads(answer["result"]["content"][0]["text"])
+        out: dict[str, Any] = answer["result"]["structuredContent"]  # content is prose
         return out
 
     def wait_idle(self, timeout: float = 600.0) -> None:

@@ -97,8 +97,9 @@ def term_shares(index: Path, queries: Mapping[str, str]) -> dict[str, dict[str, 
 
     catalog = Catalog.open_reader(index / "catalog.sqlite3")
     out = {}
+    stop = SearchParams().stopwords
     for qid, text in queries.items():
-        terms = query_terms(text)
+        terms = query_terms(text, stopwords=stop)
         out[qid] = catalog.terms.shares_among(terms)[0] if terms else {}
     catalog.close()
     return out

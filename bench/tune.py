@@ -51,8 +51,20 @@ from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZ
 from micro_rag_mcp.ingest.files import document_title
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
 from micro_rag_mcp.search.fusion import SearchParams
+from micro_rag_mcp.search.terms import STOPWORDS
 
 logger = logging.getLogger("bench")
+
+# A longer list (Lucene's plus common question and function words), for comparison only.
+_MORE_STOP = (
+    "about above after again all also am any because been before being below between "
+    "both can could did do does doing down during each few from further had has have "
+    "having he her here hers him his how i its itself just me more most my nor off "
+    "once only other our out over own same she should so some than them those through "
+    "too under until up very we were what when where which while who whom why would "
+    "you your"
+)
+LONG_STOPWORDS = STOPWORDS | frozenset(_MORE_STOP.split())
 
 
 class CachedQueries:
@@ -98,6 +110,29 @@ def variants(
         out += [
             Variant("depth", f"depth={d}", replace(base, depth=d))
             for d in (10, 20, 50, 100, 200, 400)
+        ]
+    if "stopwords" in groups:
+        out += [
+            Variant(
+                "stopwords",
+                "stopwords: Lucene 33",
+                replace(base, drop_stopwords=True, stopwords=STOPWORDS),
+            ),
+            Variant(
+                "stopwords",
+                f"stopwords: long {len(LONG_STOPWORDS)}",
+                replace(base, drop_stopwords=True, stopwords=LONG_STOPWORDS),
+            ),
+            Variant(
+                "stopwords",
+                "keyword only + Lucene 33",
+                CHANNELS["keyword"](replace(base, drop_stopwords=True, stopwords=STOPWORDS)),
+            ),
+            Variant(
+                "stopwords",
+                f"keyword only + long {len(LONG_STOPWORDS)}",
+                CHANNELS["keyword"](replace(base, stopwords=LONG_STOPWORDS)),
+            ),
         ]
     for spec in custom:
         out.append(Variant("custom", spec, parse_base(spec, base)))
@@ -229,8 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--base", help="comma list of SearchParams overrides, e.g. vector_share=0.8")
     p.add_argument(
         "--groups",
-        default="depth,title",
-        help="depth,title",
+        default="depth,stopwords,title",
+        help="depth,stopwords,title",
     )
     p.add_argument(
         "--variants", default="", help="';'-separated override lists, each run on top of --base"

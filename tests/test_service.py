@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -192,10 +193,13 @@ def test_a_launch_with_an_unsafe_runtime_directory_serves_alone(
     assert list(root.iterdir()) == []  # nothing was made in it
 
 
-def test_the_service_refuses_a_peer_of_another_user(service_runtime: Path) -> None:
+def test_the_service_refuses_a_peer_of_another_user() -> None:
     other_python = shutil.which("python3", path="/usr/bin:/bin")
     if os.getuid() != 0 or other_python is None:
         pytest.skip("connecting as another user needs root (and a python it may run)")
+    # A root of its own right under /tmp, which the other user can pass through whatever
+    # the suite's temporary folder is.
+    service_runtime = Path(tempfile.mkdtemp(prefix="mrr-peer-", dir="/tmp"))
     where = ServiceDir.open(service_runtime, install_key())
     service = subprocess.Popen(
         [sys.executable, "-m", "micro_rag_mcp.service", "--root", str(service_runtime)]
@@ -229,6 +233,7 @@ def test_the_service_refuses_a_peer_of_another_user(service_runtime: Path) -> No
         service.send_signal(signal.SIGTERM)
         service.wait(60)
         where.close()
+        shutil.rmtree(service_runtime, ignore_errors=True)
 
 
 def test_a_stale_socket_and_pid_are_replaced(tmp_path: Path, service_runtime: Path) -> None:

@@ -9,10 +9,10 @@ waits until it is killed), then takes the file's bytes as its text.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from micro_rag_mcp.ingest.readers import Document
+from tests.waiting import eventually
 
 GATE_SUFFIX = ".go"
 WAITING_SUFFIX = ".waiting"  # written beside the file once its reader waits
@@ -29,8 +29,9 @@ def waiting(path: Path) -> Path:
 def read_when_let_go(path: Path) -> Document:
     real = Path(os.path.realpath(path))  # the reader is given /proc/self/fd/N
     waiting(real).touch()
-    while not gate(real).exists():
-        time.sleep(0.01)
+    # Killed with its reader by a test that never lets it go; the deadline only keeps a
+    # forgotten reader from waiting for ever.
+    eventually(gate(real).exists, f"the gate of {real.name}", timeout=600)
     return Document(real.read_text(encoding="utf-8"))
 
 

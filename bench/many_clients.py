@@ -13,7 +13,7 @@
 - ``reindex(force: true)`` from two sessions of one folder at once: both answer, one
   pass (one of the two answers says it joined the other's).
 
-    .venv/bin/python -m bench.many_clients --work /tmp/many --notes 2000
+    .venv/bin/python -m bench.many_clients --work <work>/many --notes 2000
 
 The folders are made (and indexed once, standalone) if they do not exist.
 """
@@ -196,6 +196,20 @@ def handshakes(data: Path, env: dict[str, str], rounds: int) -> dict[str, list[f
     return {"cold": cold, "warm": warm, "bare": bare}
 
 
+def search_row(folder: Path, env: dict[str, str], count: int) -> Row:
+    """Search p50 / p99 through a relay against a standalone server (``searches``)."""
+    times = searches(folder, env, count)
+    r50, r99 = percentiles_ms(times["relay"])
+    s50, s99 = percentiles_ms(times["standalone"])
+    return Row(
+        "many clients",
+        "search through a relay, p50 / p99",
+        f"{r50:.1f} / {r99:.1f} ms",
+        "p50 <= standalone + 2 ms",
+        f"standalone {s50:.1f} / {s99:.1f} ms, {count} each, taking turns",
+    )
+
+
 def searches(data: Path, env: dict[str, str], n: int) -> dict[str, list[float]]:
     relay, alone = Launch(data, env), Launch(data, env, "--standalone")
     times: dict[str, list[float]] = {"relay": [], "standalone": []}
@@ -273,18 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(
             Row("many clients", f"launch to handshake, {kind}", f"{mine / bare:.2f}x", target, note)
         )
-    times = searches(folders[0], env, args.searches)
-    r50, r99 = percentiles_ms(times["relay"])
-    s50, s99 = percentiles_ms(times["standalone"])
-    rows.append(
-        Row(
-            "many clients",
-            "search through a relay, p50 / p99",
-            f"{r50:.1f} / {r99:.1f} ms",
-            "p50 <= standalone + 2 ms",
-            f"standalone {s50:.1f} / {s99:.1f} ms, {args.searches} each, taking turns",
-        )
-    )
+    rows.append(search_row(folders[0], env, args.searches))
     answers = two_reindexes(folders[1], env)
     joined = sum(1 for a in answers if a.get("joined"))
     ended = sum(1 for a in answers if not a.get("running") and "files_updated" in a)

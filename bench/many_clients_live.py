@@ -13,7 +13,7 @@ The real ``micro-rag-mcp`` over stdio, ``SESSIONS`` launches on each folder (mad
   the same checksums, the same chunks, every chunk with its vector);
 - search p50/p99 through a relay against a standalone server, taking turns.
 
-    .venv/bin/python -m bench.many_clients_live --work /tmp/live --notes 200
+    .venv/bin/python -m bench.many_clients_live --work <work>/live --notes 200
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.many_clients import SESSIONS, Launch, make_folder, searches, service_pids
-from bench.perf_common import Row, percentiles_ms, print_table
+from bench.many_clients import SESSIONS, Launch, make_folder, search_row, service_pids
+from bench.perf_common import Row, print_table
 
 GONE = -32603  # the relay's "the service stopped: send the request again"
 POLL_S = 0.2  # between one session's searches for an edit (``--poll``)
@@ -246,18 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if args.only in (None, "searches"):
-        times = searches(folders[1], env, args.searches)
-        r50, r99 = percentiles_ms(times["relay"])
-        s50, s99 = percentiles_ms(times["standalone"])
-        rows.append(
-            Row(
-                "many clients",
-                "search through a relay, p50 / p99",
-                f"{r50:.1f} / {r99:.1f} ms",
-                "p50 <= standalone + 2 ms",
-                f"standalone {s50:.1f} / {s99:.1f} ms, {args.searches} each, taking turns",
-            )
-        )
+        rows.append(search_row(folders[1], env, args.searches))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print_table(rows)
     return 0

@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -87,154 +85,6 @@ def tree_mb(pid: int) -> tuple[float, float]:
 
 def _mb(value: float) -> str:
     return f"{value:.0f} MB"
-
-
-# -- the model alone, step by step ------------------------------------------------------
-
-# What each variant of the model process does; the first is the code before this work.
-MODEL_VARIANTS = ("in-graph", "mapped", "no-arena", "no-prepack")
-
-
-def _model_session(variant: str, threads: int) -> Any:
-    from micro_rag_mcp.model import embedder as e
-
-    model_dir = e.find_model_dir()
-    options = e.session_options(threads)
-    if variant == "in-graph":  # the weights copied into the graph, as before
-        session = e.open_session(e.in_memory_model(model_dir).SerializeToString(), options)
-    else:
-        if variant == "no-arena":
-            options.enable_cpu_mem_arena = False
-        if variant == "no-prepack":
-            options.add_session_config_entry("session.disable_prepacking", "1")
-        session = e.open_mapped_session(model_dir, options)
-    return e.OnnxEmbedder(session, e.load_tokenizer(model_dir))
-
-
-def model_child(variant: str) -> None:
-    """One model process: print its memory at each stage as JSON, wait for stdin to close."""
-    from micro_rag_mcp.core.heap import trim_heap
-
-    own = os.getpid()
-    stages: dict[str, dict[str, int]] = {}
-    embedder = _model_session(variant, len(os.sched_getaffinity(0)))
-    trim_heap()
-    stages["loaded"] = memory_kb(own)
-    vectors = embedder.embed_documents(BATCH_TEXTS)
-    stages["batch"] = memory_kb(own)
-    if variant != "in-graph":  # the arena shrunk by a one-token run, then the heap trimmed
-        if variant != "no-arena":  # without an arena there is nothing to shrink
-            embedder.shrink_arena()
-        stages["shrunk"] = memory_kb(own)
-        trim_heap()
-        stages["trimmed"] = memory_kb(own)
-    checksum = float(np.abs(vectors).sum())
-    print(json.dumps({"stages": stages, "checksum": checksum}), flush=True)
-    sys.stdin.read()
-
-
-def _start_model(variant: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "bench.perf_memory", "--memory-model-child", variant],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _model_report(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line:
-        raise RuntimeError(f"the model process exited with {proc.wait()}")
-    report: dict[str, Any] = json.loads(line)
-    return report
-
-
-def _finish(procs: Sequence[subprocess.Popen[str]]) -> None:
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(60)
-
-
-def model_rows(instances: int) -> list[Row]:
-    rows: list[Row] = []
-    reports = {}
-    for variant in MODEL_VARIANTS:
-        proc = _start_model(variant)
-        reports[variant] = _model_report(proc)
-        _finish([proc])
-    before, after = reports["in-graph"]["stages"], reports["mapped"]["stages"]
-
-    def row(label: str, stage: dict[str, int], note: str = "") -> Row:
-        value = f"{_mb(stage['Rss'] / 1024)} / {_mb(stage['Pss'] / 1024)}"
-        anon = f"anonymous {_mb(stage['Anonymous'] / 1024)}"
-        return Row(SECTION, f"model alone, {label} (RSS / PSS)", value, "", f"{anon}; {note}")
-
-    rows.append(row("before: weights in the graph, loaded", before["loaded"]))
-    rows.append(row("before: after one 32x256 batch", before["batch"], "what an idle server held"))
-    rows.append(row("weights mapped from the package, loaded", after["loaded"]))
-    rows.append(row("weights mapped, after one batch", after["batch"]))
-    rows.append(row("+ arena shrunk after the pass", after["shrunk"]))
-    rows.append(row("+ heap trimmed (as shipped)", after["trimmed"]))
-    for variant, why in (
-        ("no-arena", "not kept: slower, see speed"),
-        ("no-prepack", "not kept: slower, vectors differ by ~1e-7"),
-    ):
-        stage = reports[variant]["stages"]["trimmed"]
-        rows.append(row(f"{variant}, after one batch, trimmed", stage, why))
-    same = reports["in-graph"]["checksum"] == reports["mapped"]["checksum"]
-    rows.append(
-        Row(SECTION, "model alone, vectors mapped vs before", "identical" if same else "DIFFER")
-    )
-    for variant, label in (("in-graph", "before"), ("mapped", "as shipped")):
-        procs = [_start_model(variant) for _ in range(instances)]
-        try:
-            for proc in procs:
-                _model_report(proc)
-            rss, pss = (sum(v) for v in zip(*(tree_mb(p.pid) for p in procs), strict=True))
-        finally:
-            _finish(procs)
-        rows.append(
-            Row(
-                SECTION,
-                f"model alone x{instances} side by side, {label} (RSS / PSS)",
-                f"{_mb(rss)} / {_mb(pss)}",
-            )
-        )
-    return rows
-
-
-def speed_rows(rounds: int) -> list[Row]:
-    """Chunks per CPU-second of the variants on one thread, in alternating 16-chunk steps.
-
-    With one intra-op thread onnxruntime computes in the calling thread, so that thread's
-    CPU time (user and system: page faults included) is the work a step cost, whatever
-    else runs on a shared machine; the median step of each variant is kept.
-    """
-    embedders = {v: _model_session(v, 1) for v in MODEL_VARIANTS}
-    steps: dict[str, list[float]] = {v: [] for v in MODEL_VARIANTS}
-    texts = BATCH_TEXTS * 2
-    for _ in range(rounds):
-        for start in range(0, len(texts), 16):
-            for variant, embedder in embedders.items():
-                began = time.thread_time()
-                embedder.embed_documents(texts[start : start + 16])
-                steps[variant].append(time.thread_time() - began)
-    speed = {v: 16 / float(np.median(s)) for v, s in steps.items()}
-    base = speed["in-graph"]
-    return [
-        Row(
-            SECTION,
-            f"encoder speed, {variant} (256-token chunks, one thread, "
-            f"median of {len(steps[variant])} steps)",
-            f"{speed[variant]:.2f} chunks per CPU-s",
-            "within a few % of before",
-            f"{speed[variant] / base:.2f}x before",
-        )
-        for variant in MODEL_VARIANTS
-    ]
 
 
 # -- folders ------------------------------------------------------------------------------
@@ -434,10 +284,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-files", type=int, default=300, help="files per folder")
     parser.add_argument(
         "--memory-parts",
-        default="model,speed,one,five",
+        default="one,five",
         metavar="LIST",
-        help="of: model (the model alone, step by step), speed (the encoder's variants), "
-        "one (one idle server per size), five (several servers side by side)",
+        help="of: one (one idle server per size), five (several servers side by side); "
+        "the model alone is measured by bench.encoders",
     )
     parser.add_argument(
         "--memory-server-src",
@@ -455,8 +305,6 @@ def run(args: argparse.Namespace) -> list[Row]:
         sizes, instances, files = [min(sizes)], min(instances, 2), min(files, 30)
     source = args.memory_server_src
     parts: dict[str, Callable[[], list[Row]]] = {
-        "model": lambda: model_rows(instances),
-        "speed": lambda: speed_rows(1),
         "one": lambda: one_server_rows(work, sizes, source),
         "five": lambda: instance_rows(work, instances, files, source),
     }
@@ -478,12 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--work", type=Path, default=work_folder("perf"))
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--memory-model-child", choices=MODEL_VARIANTS, help=argparse.SUPPRESS)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    if args.memory_model_child:
-        model_child(args.memory_model_child)
-        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     print_table(run(args))
     return 0

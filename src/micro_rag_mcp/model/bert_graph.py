@@ -8,8 +8,8 @@ graph optimizer can fuse LayerNorm, GELU, attention and the bias adds.
 
 The weights either live in the graph (``build_bert_model``, from arrays) or are declared
 as external data and handed to the session as arrays (``build_model`` with
-``external_weights.ExternalWeights``): the graph is then a few kB, built in a child
-process and kept in the index folder (``graph_cache``).
+``external_weights.ExternalWeights``): the graph is then a few kB, built once by
+``scripts/make_graphs.py`` and shipped in the package.
 """
 
 from __future__ import annotations

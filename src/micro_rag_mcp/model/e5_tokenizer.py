@@ -20,30 +20,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from micro_rag_mcp.model.packed_e5 import E5Vocabulary
+from micro_rag_mcp.model.tokens import TokenIds
 
 META = "\u2581"
 _SPACES = re.compile(" {2,}")
 _UNKNOWN_PENALTY = 10.0
 _WORD_CACHE = 1 << 16
-
-
-@dataclass(frozen=True, slots=True)
-class E5Encoding:
-    """A text's token ids, with the mask and types the graph takes."""
-
-    ids: list[int]
-
-    @property
-    def attention_mask(self) -> list[int]:
-        return [1] * len(self.ids)
-
-    @property
-    def type_ids(self) -> list[int]:
-        return [0] * len(self.ids)
 
 
 class E5Tokenizer:
@@ -67,16 +52,16 @@ class E5Tokenizer:
             text = " " + text
         return text.replace(" ", META)
 
-    def encode(self, text: str) -> E5Encoding:
+    def encode(self, text: str) -> TokenIds:
         """The text's pieces between ``<s>`` and ``</s>``, cut at the maximum length."""
         ids: list[int] = []
         for word in self.normalize(text).split(META)[1:]:
             ids.extend(self._word(META + word))
             if len(ids) >= self._content:
                 break
-        return E5Encoding([self._bos, *ids[: self._content], self._eos])
+        return TokenIds([self._bos, *ids[: self._content], self._eos])
 
-    def encode_batch(self, texts: Sequence[str]) -> list[E5Encoding]:
+    def encode_batch(self, texts: Sequence[str]) -> list[TokenIds]:
         return [self.encode(text) for text in texts]
 
     def _search(self, word: str) -> tuple[int, ...]:

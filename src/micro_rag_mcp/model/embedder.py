@@ -35,7 +35,6 @@ from micro_rag_mcp.model.tokens import Encoding, TokenizesBatches
 if TYPE_CHECKING:
     import numpy.typing as npt
     import onnxruntime
-    from tokenizers import Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +85,7 @@ class OnnxEmbedder:
     def __init__(
         self,
         session: onnxruntime.InferenceSession,
-        tokenizer: Tokenizer | TokenizesBatches,
+        tokenizer: TokenizesBatches,
         *,
         model_id: str = MODEL_ID,
         dimension: int = DIMENSION,

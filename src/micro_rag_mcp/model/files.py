@@ -36,7 +36,11 @@ EncoderName = ModelName
 ENCODER_NAMES: tuple[EncoderName, ...] = ("minilm", "e5-small")
 _HASH_BLOCK = 1 << 20
 MINILM_DIR = Path(__file__).parent / "minilm"  # its tokenizer.json, config.json, LICENSE
-MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+# What the tokenizer reads there (chars.json: made by scripts/make_bert_chars.py).
+MINILM_FILES_SHA256 = {
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "chars.json": "1549442e8271d4945744e78b54dab8f3b3f986bed0fbf22d5064200ab4d0c528",
+}
 GRAPH_DIR = Path(__file__).parent / "graph_files"  # made by scripts/make_graphs.py
 
 
@@ -166,19 +170,24 @@ def installed(encoder: Encoder) -> bool:
     return bool(_package_dirs(encoder.package, None))
 
 
-def minilm_tokenizer_file() -> Path:
-    """MiniLM's tokenizer.json, kept in this package, checked like the weights."""
-    path = MINILM_DIR / "tokenizer.json"
+def minilm_file(name: str) -> Path:
+    """A file of MiniLM's tokenizer kept in this package, checked like the weights."""
+    path = MINILM_DIR / name
     try:
         actual = sha256_file(path)
     except OSError as exc:
         raise ModelUnavailable(f"Cannot read {path}: {exc}; reinstall micro-rag-mcp.") from exc
-    if actual != MINILM_TOKENIZER_SHA256:
+    if actual != MINILM_FILES_SHA256[name]:
         raise ModelUnavailable(
-            f"{path} has sha256 {actual}, expected {MINILM_TOKENIZER_SHA256}; "
+            f"{path} has sha256 {actual}, expected {MINILM_FILES_SHA256[name]}; "
             "reinstall micro-rag-mcp."
         )
     return path
+
+
+def minilm_tokenizer_file() -> Path:
+    """MiniLM's tokenizer.json (its vocabulary), kept in this package, checked."""
+    return minilm_file("tokenizer.json")
 
 
 def graph_file(encoder: Encoder, folder: Path = GRAPH_DIR) -> Path:

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from micro_rag_mcp.core.errors import ModelUnavailable
-from micro_rag_mcp.model.files import minilm_tokenizer_file
+from micro_rag_mcp.model.files import minilm_file, minilm_tokenizer_file
 
 if TYPE_CHECKING:
-    from tokenizers import Tokenizer
-
     from micro_rag_mcp.model.graphs import EncoderFiles
     from micro_rag_mcp.model.tokens import TokenizesBatches
 
@@ -34,22 +32,14 @@ E5_PREFIXES = ("passage: ", "query: ")
 MAX_SEQ_LENGTH = 256  # MiniLM's tokens
 
 
-def load_tokenizer(path: Path) -> Tokenizer:
-    """MiniLM's tokenizer from its tokenizer.json, truncating at 256 word pieces, never
-    padding."""
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(path))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
-    return tokenizer
-
-
 def tokenizer_for(files: EncoderFiles) -> TokenizesBatches:
-    """The encoder's tokenizer: MiniLM's kept file, or e5's rebuilt from its vocabulary."""
+    """The encoder's tokenizer: MiniLM's from its kept files (``bert_tokenizer``), or
+    e5's rebuilt from its vocabulary."""
     if files.vocabulary is None:
-        tokenizer: TokenizesBatches = load_tokenizer(minilm_tokenizer_file())
-        return tokenizer
+        from micro_rag_mcp.model.bert_tokenizer import BertTokenizer
+
+        chars = minilm_file("chars.json")
+        return BertTokenizer.from_files(minilm_tokenizer_file(), chars, MAX_SEQ_LENGTH)
     from micro_rag_mcp.model.e5_tokenizer import E5Tokenizer
 
     return E5Tokenizer(files.vocabulary, E5_MAX_LENGTH)

@@ -4,11 +4,12 @@ them (a module of its own, so the loader need not import the embedder back)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 
 class Encoding(Protocol):
-    """One text's tokens as the graph takes them (``tokenizers.Encoding`` is one)."""
+    """One text's tokens as the graph takes them (``TokenIds`` is one)."""
 
     @property
     def ids(self) -> list[int]: ...
@@ -21,6 +22,21 @@ class Encoding(Protocol):
 
 
 class TokenizesBatches(Protocol):
-    """A tokenizer as the embedder uses it (``tokenizers.Tokenizer`` is one)."""
+    """A tokenizer as the embedder uses it (``bert_tokenizer.BertTokenizer`` is one)."""
 
     def encode_batch(self, texts: Sequence[str]) -> Sequence[Encoding]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TokenIds:
+    """A text's token ids, with the mask and types the graph takes (one text, no pair)."""
+
+    ids: list[int]
+
+    @property
+    def attention_mask(self) -> list[int]:
+        return [1] * len(self.ids)
+
+    @property
+    def type_ids(self) -> list[int]:
+        return [0] * len(self.ids)

@@ -19,6 +19,12 @@ from micro_rag_mcp.core.errors import MicroRagError
 # another version is rebuilt (reading every file, embedding only texts without a vector).
 INDEX_VERSION = 6
 
+# The page size a new catalog is made with. A chunk of CJK text is about 3 KB (3 bytes a
+# character), and a 4 KiB page holds one such row and wastes the rest: 16 KiB pages hold
+# five. A catalog keeps the page size it was made with (``rebuild`` gives a rebuilt one
+# the old one's, which it is copied over).
+PAGE_SIZE = 16384
+
 SCHEMA = """
 BEGIN;
 CREATE TABLE IF NOT EXISTS meta (

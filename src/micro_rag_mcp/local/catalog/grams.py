@@ -12,6 +12,9 @@ Both tables are contentless (FTS5 ``content=''``): they keep the index of the pa
 the pairs' text, which was twice the size of the text itself. A contentless row is
 deleted by giving FTS5 the values it was made of, so ``drop_grams`` makes them again
 from the chunks (``store_grams`` made them from the same rows) before those are deleted.
+A row's pairs are stored sorted: a pair is searched alone, never as a phrase, so where
+it stood is of no use, and a pair's repeats stored side by side take a byte or so each
+where, spread over the text, they took two or three.
 """
 
 from __future__ import annotations
@@ -39,9 +42,7 @@ def store_grams(conn: sqlite3.Connection, file_id: int, chunks: Sequence[NewChun
         "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)",
         ((cid, chunk_grams(title, text)) for cid, title, text, _, _ in rows),
     )
-    conn.execute(
-        "INSERT INTO files_cjk(rowid, grams) VALUES (?, ?)", (file_id, bigrams(whole_text(rows)))
-    )
+    conn.execute("INSERT INTO files_cjk(rowid, grams) VALUES (?, ?)", (file_id, file_grams(rows)))
 
 
 def drop_grams(conn: sqlite3.Connection, file_id: int) -> None:
@@ -63,13 +64,18 @@ def drop_grams(conn: sqlite3.Connection, file_id: int) -> None:
     if conn.execute("SELECT 1 FROM files_cjk_docsize WHERE id = ?", (file_id,)).fetchone():
         conn.execute(
             "INSERT INTO files_cjk(files_cjk, rowid, grams) VALUES ('delete', ?, ?)",
-            (file_id, bigrams(whole_text(rows))),
+            (file_id, file_grams(rows)),
         )
 
 
 def chunk_grams(title: str, text: str) -> str:
-    """The pairs of one chunk's row in ``chunks_cjk``."""
-    return bigrams(f"{title}\n{text}")
+    """The pairs of one chunk's row in ``chunks_cjk``, sorted."""
+    return " ".join(sorted(bigrams(f"{title}\n{text}").split()))
+
+
+def file_grams(rows: Sequence[tuple[Any, ...]]) -> str:
+    """The pairs of one file's row in ``files_cjk``, sorted: those of its whole text."""
+    return " ".join(sorted(bigrams(whole_text(rows)).split()))
 
 
 def _chunk_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[Any, ...]]:

@@ -18,12 +18,18 @@ from tests.cjkkit import DESCRIPTION, write_case_folder
 
 
 def file_rows(index: Path) -> dict[str, str]:
+    """Each file's row of pairs, read back from the index of the contentless table."""
     conn = sqlite3.connect(index / "catalog.sqlite3")
+    conn.execute("CREATE VIRTUAL TABLE temp.pairs USING fts5vocab(main, files_cjk, instance)")
     rows = conn.execute(
-        "SELECT f.path, g.grams FROM files_cjk g JOIN files f ON f.id = g.rowid"
+        "SELECT f.path, p.term FROM temp.pairs p JOIN files f ON f.id = p.doc"
+        " ORDER BY f.path, p.offset"
     ).fetchall()
     conn.close()
-    return dict(rows)
+    found: dict[str, list[str]] = {}
+    for path, term in rows:
+        found.setdefault(path, []).append(term)
+    return {path: " ".join(terms) for path, terms in found.items()}
 
 
 def by_keyword(engine: Engine, query: str, scope: SearchScope | None = None) -> list[str]:
@@ -67,7 +73,7 @@ def test_each_file_with_cjk_text_has_one_row_of_its_whole_text(engine: Engine, d
     assert grams.count("研究") == 700
     (data / "zh.txt").write_text("上海的博物馆。")
     engine.reindex()
-    assert file_rows(data / "index") == {"zh.txt": "上海 海的 的博 博物 物馆"}
+    assert file_rows(data / "index") == {"zh.txt": "上海 博物 海的 物馆 的博"}  # sorted
     (data / "zh.txt").write_text("Now in English only.")
     engine.reindex()
     assert file_rows(data / "index") == {}

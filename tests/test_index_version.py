@@ -50,6 +50,19 @@ def set_version(index: Path, version: str) -> None:
     conn.close()
 
 
+def page_size(catalog: Path, size: int | None = None) -> int:
+    """The catalog's page size, first set to ``size`` if given (as an older release's)."""
+    conn = sqlite3.connect(catalog, isolation_level=None)
+    if size is not None:
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.execute(f"PRAGMA page_size = {size}")
+        conn.execute("VACUUM")
+        conn.execute("PRAGMA journal_mode = WAL")
+    found = int(conn.execute("PRAGMA page_size").fetchone()[0])
+    conn.close()
+    return found
+
+
 def files_under(folder: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
@@ -76,6 +89,21 @@ def test_an_index_of_another_version_is_rebuilt_reusing_every_vector(
     assert eng.search("heron colony note 7", top_k=1).hits[0].chunk.path == "n07.txt"
     assert eng.state().chunks_with_vectors == len(NOTES)
     assert eng.reindex().files_added == 0  # the version is current now
+    eng.stop()
+
+
+def test_an_index_of_other_pages_is_rebuilt_into_its_place(data: Path) -> None:
+    """A catalog made with 4 KiB pages (releases before 16 KiB) takes the rebuilt one's
+    pages in its own size: SQLite copies no other into a WAL database."""
+    embedder = indexed(data)
+    catalog = data / "index" / "catalog.sqlite3"
+    assert page_size(catalog) == 16384
+    assert page_size(catalog, 4096) == 4096
+    set_version(data / "index", "5")
+    eng = engine(data, embedder)
+    assert eng.reindex().files_added == len(NOTES)
+    assert version_of(catalog) == INDEX_VERSION and page_size(catalog) == 4096
+    assert eng.search("heron colony note 7", top_k=1).hits[0].chunk.path == "n07.txt"
     eng.stop()
 
 

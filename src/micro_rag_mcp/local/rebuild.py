@@ -124,7 +124,10 @@ def finish_swap(paths: IndexPaths) -> bool:
 
 def _copy_catalog(source: Path, target: Path) -> None:
     """Write ``source``'s pages over ``target``'s in one write transaction of
-    ``target``: its readers see all of the old catalog or all of the new one."""
+    ``target``: its readers see all of the old catalog or all of the new one. SQLite
+    copies pages into a WAL database only of its own page size: ``source`` (no reader
+    opens it) is first given ``target``'s."""
+    _match_page_size(source, target)
     src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
     try:
         dst = connect(target)
@@ -134,6 +137,22 @@ def _copy_catalog(source: Path, target: Path) -> None:
             dst.close()
     finally:
         src.close()
+
+
+def _match_page_size(source: Path, target: Path) -> None:
+    probe = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+    try:
+        wanted = int(probe.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        probe.close()
+    conn = connect(source)
+    try:
+        if int(conn.execute("PRAGMA page_size").fetchone()[0]) != wanted:
+            conn.execute("PRAGMA journal_mode = DELETE")  # a WAL database keeps its size
+            conn.execute(f"PRAGMA page_size = {wanted}")
+            conn.execute("VACUUM")
+    finally:
+        conn.close()
 
 
 def discard(new: IndexPaths) -> None:

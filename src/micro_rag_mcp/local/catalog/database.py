@@ -23,6 +23,7 @@ from micro_rag_mcp.local.catalog.keywords import KeywordSearch
 from micro_rag_mcp.local.catalog.schema import (
     BUMP_GENERATION,
     INDEX_VERSION,
+    PAGE_SIZE,
     SCHEMA,
     CatalogCorrupt,
     OtherVersion,
@@ -69,6 +70,7 @@ class Catalog:
                     raise CatalogCorrupt(
                         f"integrity check failed: {row[0] if row else 'no answer'}"
                     )
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new catalog's only
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(SCHEMA)

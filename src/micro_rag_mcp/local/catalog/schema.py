@@ -17,7 +17,13 @@ from micro_rag_mcp.core.errors import MicroRagError
 # The format of the index folder: its catalog's tables, what a vector is keyed by and
 # what the readers make of each format. Bumped with any change of these; an index of
 # another version is rebuilt (reading every file, embedding only texts without a vector).
-INDEX_VERSION = 5
+INDEX_VERSION = 6
+
+# The page size a new catalog is made with. A chunk of CJK text is about 3 KB (3 bytes a
+# character), and a 4 KiB page holds one such row and wastes the rest: 16 KiB pages hold
+# five. A catalog keeps the page size it was made with (``rebuild`` gives a rebuilt one
+# the old one's, which it is copied over).
+PAGE_SIZE = 16384
 
 SCHEMA = """
 BEGIN;
@@ -65,19 +71,18 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
     VALUES ('delete', old.id, old.title, old.text);
 END;
--- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id.
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(grams, tokenize='unicode61');
+-- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id. Contentless:
+-- grams.py deletes a row with the pairs it was made of.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(
+    grams, tokenize='unicode61', content=''
+);
 -- Paths a watcher saw change while another pass held the index: the pass that holds it
 -- takes them between two files, so a change never waits for a long pass to end.
 CREATE TABLE IF NOT EXISTS pending (path TEXT PRIMARY KEY);
-CREATE TRIGGER IF NOT EXISTS chunks_cjk_delete AFTER DELETE ON chunks BEGIN
-    DELETE FROM chunks_cjk WHERE rowid = old.id;
-END;
--- The bigrams of each file's whole text (grams.py); rowid = file id.
-CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(grams, tokenize='unicode61');
-CREATE TRIGGER IF NOT EXISTS files_cjk_delete AFTER DELETE ON files BEGIN
-    DELETE FROM files_cjk WHERE rowid = old.id;
-END;
+-- The bigrams of each file's whole text (grams.py); rowid = file id. Contentless too.
+CREATE VIRTUAL TABLE IF NOT EXISTS files_cjk USING fts5(
+    grams, tokenize='unicode61', content=''
+);
 COMMIT;
 """
 

@@ -100,19 +100,17 @@ class FileWrites:
 
     @staticmethod
     def _delete_chunks(conn: sqlite3.Connection, path: str) -> list[int]:
-        """Delete one file's chunks; return their vector keys."""
+        """Delete one file's chunks and its bigram rows; return the chunks' vector keys."""
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return []
+        file_id = int(row[0])
         keys = [
-            int(r[0])
-            for r in conn.execute(
-                "SELECT c.vkey FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?",
-                (path,),
-            )
+            int(r[0]) for r in conn.execute("SELECT vkey FROM chunks WHERE file_id = ?", (file_id,))
         ]
         if keys:
-            conn.execute(
-                "DELETE FROM chunks WHERE file_id = (SELECT id FROM files WHERE path = ?)",
-                (path,),
-            )
+            grams.drop_grams(conn, file_id)
+            conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         return keys
 
     @staticmethod

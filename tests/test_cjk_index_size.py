@@ -1,0 +1,81 @@
+"""A CJK folder's catalog stays within a few times its text, and its contentless tables of
+pairs hold what a fresh index of the same files holds after changes and deletes."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+from micro_rag_mcp.local.engine import Engine
+from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
+
+# Common Han characters and kana, drawn with a skew as words are in prose.
+# (No katakana: the words a test removes are written in it.)
+_CHARS = [chr(c) for c in range(0x4E00, 0x4E00 + 1500)] + [chr(c) for c in range(0x3041, 0x3094)]
+_MAX_RATIO = 8.0  # catalog bytes per byte of text; 13.1 before the pairs were contentless
+
+
+def prose(rng: random.Random, length: int) -> str:
+    """CJK sentences of ``length`` characters: a few frequent characters, many rare."""
+    weights = [1.0 / (rank + 1) for rank in range(len(_CHARS))]
+    chars = rng.choices(_CHARS, weights, k=length)
+    return "。\n".join("".join(chars[i : i + 40]) for i in range(0, length, 40)) + "。\n"
+
+
+def catalog_size(index: Path) -> int:
+    path = index / "catalog.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.stat().st_size
+
+
+def pair_counts(index: Path) -> dict[str, dict[str, tuple[int, int]]]:
+    """For each table of pairs: every pair with how many rows and how often hold it."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    found: dict[str, dict[str, tuple[int, int]]] = {}
+    for table in ("chunks_cjk", "files_cjk"):
+        conn.execute(f"CREATE VIRTUAL TABLE temp.v_{table} USING fts5vocab(main, {table}, row)")
+        rows = conn.execute(f"SELECT term, doc, cnt FROM temp.v_{table}").fetchall()
+        found[table] = {str(t): (int(d), int(c)) for t, d, c in rows}
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+    conn.close()
+    return found
+
+
+def test_a_cjk_folders_catalog_is_a_few_times_its_text(engine: Engine, data: Path) -> None:
+    rng = random.Random(7)
+    for n in range(60):
+        (data / f"case{n:02d}.txt").write_text(prose(rng, 2500 + 100 * n), encoding="utf-8")
+    engine.reindex()
+    text = sum(p.stat().st_size for p in data.glob("*.txt"))
+    assert catalog_size(data / "index") <= _MAX_RATIO * text
+
+
+def test_changed_and_deleted_files_leave_no_pairs_behind(
+    engine: Engine, data: Path, tmp_path: Path
+) -> None:
+    rng = random.Random(3)
+    for n in range(6):
+        (data / f"note{n}.txt").write_text(prose(rng, 3000), encoding="utf-8")
+    (data / "gone.txt").write_text("トショモクロク。" + prose(rng, 2000), encoding="utf-8")
+    (data / "changed.txt").write_text("ハクブツテンジ。" + prose(rng, 2000), encoding="utf-8")
+    (data / "mixed.txt").write_text("English words and 東京都庁 together.", encoding="utf-8")
+    engine.reindex()
+    assert engine.search("トショモクロク", 5).hits[0].chunk.path == "gone.txt"
+    (data / "gone.txt").unlink()
+    (data / "changed.txt").write_text("スイゾクサカナ。" + prose(rng, 1500), encoding="utf-8")
+    (data / "mixed.txt").write_text("English words only now.", encoding="utf-8")
+    engine.reindex()
+    for removed in ("トショモクロク", "ハクブツテンジ", "東京都庁"):
+        hits = engine.search(removed, 5, 0.0).hits
+        assert not [h for h in hits if "keyword" in h.channels]
+    assert engine.search("スイゾクサカナ", 5).hits[0].chunk.path == "changed.txt"
+    # What the changed catalog holds is what a fresh index of the same files holds.
+    fresh = Engine(make_settings(data, index_folder=tmp_path / "fresh"), FakeEmbedder)
+    fresh.load_model()
+    fresh.reindex()
+    fresh.stop()
+    assert pair_counts(data / "index") == pair_counts(tmp_path / "fresh")

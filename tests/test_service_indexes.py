@@ -110,6 +110,7 @@ def test_folders_share_one_model_per_encoder_and_precision(
     [
         ({"chunk_size": 500}, "--chunk-size: 1000, not 500"),
         ({"model_precision": "int8"}, "--model-precision: fp32, not int8"),
+        ({"model": "e5-small"}, "--model: auto, not e5-small"),
         ({"exts": (".md",)}, "--exts"),
         ({"exclude": ("drafts/",)}, "--exclude: none, not drafts/"),
     ],

@@ -212,7 +212,7 @@ def _server_pid(known: set[int]) -> int:
 async def serve(docs: Path, index: Path, precision: str, log: Path) -> AsyncIterator[Server]:
     """A server on ``docs`` (index in ``index``), its log appended to ``log``."""
     args = ["-m", "micro_rag_mcp", "--data-folder", str(docs), "--index-folder", str(index)]
-    args += ["--title", "t", "--inst", "i", "--model-precision", precision]
+    args += ["--title", "t", "--inst", "i", "--model", "minilm", "--model-precision", precision]
     params = StdioServerParameters(
         command=sys.executable, args=args, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )

@@ -52,7 +52,7 @@ def command(which: str, data: Path) -> list[str]:
     if which == "bare":
         return [sys.executable, "-c", BARE]
     return [sys.executable, "-m", "micro_rag_mcp", "--data-folder", str(data)] + [
-        "--title", "bench", "--inst", "bench", "--no-watch",
+        "--title", "bench", "--inst", "bench", "--no-watch", "--model", "minilm",
     ]  # fmt: skip
 
 

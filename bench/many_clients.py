@@ -66,7 +66,7 @@ class Launch:
         command = [sys.executable, "-m", "micro_rag_mcp", "--data-folder", str(data)]
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [*command, "--title", data.name, "--inst", "Search.", *flags],
+            [*command, "--title", data.name, "--inst", "Search.", "--model", "minilm", *flags],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -220,7 +220,7 @@ async def _time_server(folder: Path, index: Path, n: int, full: bool) -> dict[st
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "micro_rag_mcp", "--data-folder", str(folder), "--title", "bench"]
-        + ["--inst", "bench", "--index-folder", str(index), "--no-watch"],
+        + ["--inst", "bench", "--index-folder", str(index), "--no-watch", "--model", "minilm"],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     word = f"item{n - 1}"  # the last file: its own word

@@ -112,7 +112,10 @@ def write_folder(data: Path, files: int, paragraphs: int, seed: int) -> None:
 
 
 def server_argv(data: Path) -> list[str]:
-    return ["--data-folder", str(data), "--title", "bench", "--inst", "Search the bench folder."]
+    return [
+        "--data-folder", str(data), "--title", "bench", "--inst", "Search the bench folder.",
+        "--model", "minilm",
+    ]  # fmt: skip
 
 
 class SyntheticVectors:

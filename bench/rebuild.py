@@ -50,7 +50,9 @@ def main() -> None:
             for n, line in zip(range(args.docs), f, strict=False):
                 doc = json.loads(line)
                 (data / f"d{n:05d}.txt").write_text(f"{doc.get('title', '')}\n\n{doc['text']}")
-        settings = Settings(data_folder=data, index_folder=data / "index", watch="off")
+        settings = Settings(
+            data_folder=data, index_folder=data / "index", watch="off", model="minilm"
+        )
         model = Counting(model_loader(settings, keep_files=True)())
         for what in ("first index", "rebuild"):
             if what == "rebuild":

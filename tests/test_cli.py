@@ -380,6 +380,7 @@ def test_index_takes_the_exclusions_and_the_precision_of_the_index(tmp_path: Pat
     args = build_parser().parse_args(["index", str(data), "--exclude", "drafts/"])
     settings = _index_settings(args)
     assert settings.exclude == ("drafts/",) and settings.model_precision == "fp32"
+    assert settings.model == "auto"  # a new index: its folder's language chooses
     catalog = Catalog.open(data / "index" / "catalog.sqlite3")
     catalog.set_meta("vector_model", "sentence-transformers/all-MiniLM-L6-v2@x+int8;title+text")
     catalog.close()

@@ -237,7 +237,7 @@ def test_model_precision_reaches_the_settings(tmp_path: Path) -> None:
     assert settings_from_args(build_parser().parse_args(base)).model_precision == "fp32"
     int8 = build_parser().parse_args([*base, "--model-precision", "int8"])
     assert settings_from_args(int8).model_precision == "int8"
-    assert settings_from_args(build_parser().parse_args(base)).model == "minilm"
+    assert settings_from_args(build_parser().parse_args(base)).model == "auto"
     e5 = build_parser().parse_args([*base, "--model", "e5-small"])
     assert settings_from_args(e5).model == "e5-small"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.core.errors import ConfigError
-from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.settings import ModelName, Settings
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.service.indexes import Indexes, SessionInfo, SharedModels
 from micro_rag_mcp.store import Store, open_store
@@ -31,9 +31,9 @@ class Recorded:
         self.engines.append(store)
         return store
 
-    def _load(self, settings: Settings) -> Embedder:
-        self.models.append(settings.model_precision)
-        return FakeEmbedder()
+    def _load(self, settings: Settings, encoder: ModelName) -> Embedder:
+        self.models.append(f"{encoder}/{settings.model_precision}")
+        return FakeEmbedder(model_id=f"{encoder}-fake")
 
 
 @pytest.fixture
@@ -73,16 +73,36 @@ def test_sessions_on_one_folder_share_one_engine(tmp_path: Path, recorded: Recor
     eventually(lambda: recorded.indexes.count == 0, "the last session took the engine with it")
 
 
-def test_folders_share_one_model_per_precision(tmp_path: Path, recorded: Recorded) -> None:
+def test_folders_share_one_model_per_encoder_and_precision(
+    tmp_path: Path, recorded: Recorded
+) -> None:
+    kinds = (
+        ("a", {"model": "minilm"}),
+        ("b", {"model": "minilm"}),
+        ("c", {"model": "minilm", "model_precision": "int8"}),
+        ("d", {"model": "e5-small"}),
+        ("e", {"model": "e5-small", "model_precision": "int8"}),  # e5 has one precision
+    )
     handles = [
         recorded.indexes.attach(make_settings(folder(tmp_path, name), **extra), session(name))
-        for name, extra in (("a", {}), ("b", {}), ("c", {"model_precision": "int8"}))
+        for name, extra in kinds
     ]
     for handle in handles:
         handle.start()
         handle.load_model()
-    assert len(recorded.engines) == 3
-    assert sorted(recorded.models) == ["fp32", "int8"]
+    assert len(recorded.engines) == 5
+    assert sorted(recorded.models) == ["e5-small/fp32", "minilm/fp32", "minilm/int8"]
+    # Each engine embeds with the encoder it asked for, not the first one loaded.
+    for handle in handles:
+        handle.reindex()
+    spaces = [h.status().vector_model for h in handles]
+    assert [s.split(";")[0] if s else s for s in spaces] == [
+        "minilm-fake",
+        "minilm-fake",
+        "minilm-fake",
+        "e5-small-fake",
+        "e5-small-fake",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -90,6 +110,7 @@ def test_folders_share_one_model_per_precision(tmp_path: Path, recorded: Recorde
     [
         ({"chunk_size": 500}, "--chunk-size: 1000, not 500"),
         ({"model_precision": "int8"}, "--model-precision: fp32, not int8"),
+        ({"model": "e5-small"}, "--model: auto, not e5-small"),
         ({"exts": (".md",)}, "--exts"),
         ({"exclude": ("drafts/",)}, "--exclude: none, not drafts/"),
     ],

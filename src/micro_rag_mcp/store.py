@@ -11,7 +11,6 @@ before a reader opens, ``recorded_identity`` for how an index was built, ``open_
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,7 +28,7 @@ from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
 if TYPE_CHECKING:
     from micro_rag_mcp.core.listing import FileListing
     from micro_rag_mcp.core.settings import Settings
-    from micro_rag_mcp.model.embedder import Embedder
+    from micro_rag_mcp.model.choice import Loader
     from micro_rag_mcp.search.fusion import SearchParams
     from micro_rag_mcp.search.scope import SearchScope
 
@@ -74,7 +73,7 @@ class Store(Protocol):
 
 def open_store(
     settings: Settings,
-    load_embedder: Callable[[], Embedder],
+    load_embedder: Loader,
     config: StoreConfig | None = None,
     *,
     folder: Path | None = None,

@@ -25,7 +25,7 @@ from micro_rag_mcp.core.settings import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_EXTS,
     DEFAULT_MAX_FILE_MB,
-    ModelName,
+    ModelSetting,
     Precision,
     Settings,
     recorded_chunking,
@@ -133,10 +133,11 @@ def _index_precision(index: Path, store: StoreConfig | None = None) -> Precision
     return recorded_precision(recorded_identity(index, store).get("vector_space", ""))
 
 
-def _index_model(index: Path, store: StoreConfig | None = None) -> ModelName:
-    """The encoder an existing index's (or the store's) vectors were made with (minilm
-    for a new one), so a command never re-embeds a server's index by accident."""
-    return recorded_model(recorded_identity(index, store).get("vector_space", ""))
+def _index_model(index: Path, store: StoreConfig | None = None) -> ModelSetting:
+    """The encoder an existing index's (or the store's) vectors were made with (auto for
+    a new one), so a command never re-embeds a server's index by accident."""
+    space = recorded_identity(index, store).get("vector_space", "")
+    return recorded_model(space) if space else "auto"
 
 
 def _index_chunking(index: Path, store: StoreConfig | None = None) -> tuple[int, int]:

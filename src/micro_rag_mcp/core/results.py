@@ -44,12 +44,14 @@ class Hit:
 
 
 class ModelState(enum.StrEnum):
-    """Where the embedding model is: LOADING until a load ends (or first starts), then
-    READY or FAILED for good."""
+    """Where the embedding model is: WAITING while ``--model auto`` has not chosen the
+    encoder yet, LOADING until a load ends (or first starts), then READY or FAILED for
+    good."""
 
     READY = "ready"
     LOADING = "loading"
     FAILED = "failed"
+    WAITING = "waiting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,8 @@ class IndexState:
 
     @property
     def model_status(self) -> str:
-        """``ready``, ``loading`` or ``unavailable: <reason>``, as a client reads it."""
+        """``ready``, ``loading``, ``waiting`` or ``unavailable: <reason>``, as a client
+        reads it."""
         if self.model is ModelState.FAILED:
             return f"unavailable: {self.model_error}"
         return self.model.value

@@ -22,6 +22,7 @@ DEFAULT_POLL_S = 30.0
 
 Precision = Literal["fp32", "int8"]
 ModelName = Literal["minilm", "e5-small"]  # the encoders of model/files.py
+ModelSetting = Literal["auto", "minilm", "e5-small"]  # auto: the folder's language chooses
 WatchMode = Literal["auto", "poll", "off"]
 TITLES_VERSION = 3  # how a file's title and headings join its chunks (bumped when that changes)
 
@@ -76,8 +77,9 @@ class Settings:
     watch: WatchMode = "auto"
     # "int8": a quantized encoder, 1.5x faster to embed, -0.75 nDCG@10 in the vector channel
     model_precision: Precision = "fp32"
-    # "e5-small": multilingual-e5-small, reads about 100 languages; about 2x the CPU time
-    model: ModelName = "minilm"
+    # "minilm" reads English; "e5-small" (multilingual-e5-small) about 100 languages, at
+    # 3.3x the CPU time; "auto": the folder's language chooses (model/choice.py)
+    model: ModelSetting = "auto"
     poll_interval_s: float = DEFAULT_POLL_S
     # A module of readers added to the registry, in the reader process too (a seam for
     # tests; see ingest/extra_readers.py); "" for the installation's own readers only.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
@@ -26,14 +26,14 @@ from micro_rag_mcp.core.results import (
     SearchOutcome,
     TextPassage,
 )
-from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.settings import ModelName, Settings
 from micro_rag_mcp.ingest.extra_readers import lacking
 from micro_rag_mcp.ingest.scanner import PathGlob, PathSet, Scope
 from micro_rag_mcp.local.answers.listing import CatalogListing
 from micro_rag_mcp.local.answers.reader import Reader
 from micro_rag_mcp.local.answers.searcher import Searcher
 from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
-from micro_rag_mcp.local.answers.status import summarize
+from micro_rag_mcp.local.answers.status import recorded_identity, summarize
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.layout import IndexPaths
 from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Steps
@@ -43,8 +43,8 @@ from micro_rag_mcp.local.vectors.cache import VectorCache
 from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.vectors.store import WriteFile
 from micro_rag_mcp.local.watch.watcher import OFF, Watcher
-from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.model.choice import Loader
+from micro_rag_mcp.model.handle import ModelHandle, recorded_model
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
 from micro_rag_mcp.search.scope import SearchScope
@@ -63,7 +63,7 @@ class Engine:
     def __init__(
         self,
         settings: Settings,
-        load_embedder: Callable[[], Embedder],
+        load_embedder: Loader,
         params: SearchParams | None = None,
         *,
         save_every_s: float = 30.0,
@@ -75,7 +75,7 @@ class Engine:
         self.params = params or SearchParams()
         self.paths = IndexPaths(settings.index_folder)
         self._stop = threading.Event()
-        self._model = ModelHandle(load_embedder)
+        self._model = ModelHandle(load_embedder, recorded=self._recorded_encoder)
         self._vectors = VectorCache(self.paths, approximate_from, write_vectors)
         self._writer = Writer(
             settings,
@@ -243,6 +243,12 @@ class Engine:
             pass  # a pass that runs now rebuilds it; a stopping server does not
         except MicroRagError as e:
             logger.error("rebuilding the index failed: %s", e)
+
+    def _recorded_encoder(self) -> ModelName | None:
+        """The encoder the index's vectors were made with, if it recorded one (``--model
+        auto`` keeps it)."""
+        space = recorded_identity(self.settings.index_folder).get("vector_space")
+        return recorded_model(space) if space else None
 
     def _holds_under(self, folder: str) -> bool:
         """Whether the index holds files under ``folder`` (relative)."""

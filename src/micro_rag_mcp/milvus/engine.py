@@ -42,7 +42,7 @@ from micro_rag_mcp.core.results import (
     index_state,
     state_notices,
 )
-from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.settings import ModelName, Settings
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
@@ -53,8 +53,9 @@ from micro_rag_mcp.milvus.search import store_search
 from micro_rag_mcp.milvus.sync import BATCH_CHUNKS, sync_store
 from micro_rag_mcp.milvus.text import StoreText
 from micro_rag_mcp.milvus.whole_files import FileStats
+from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.handle import ModelHandle, vector_space
+from micro_rag_mcp.model.handle import ModelHandle, recorded_model, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.search.scope import SearchScope
@@ -94,7 +95,7 @@ class MilvusEngine:
     def __init__(
         self,
         settings: Settings,
-        load_embedder: Callable[[], Embedder],
+        load_embedder: Loader,
         config: StoreConfig,
         *,
         folder: Path | None = None,
@@ -111,6 +112,8 @@ class MilvusEngine:
         self.index = MilvusIndex(config)
         self.keyword_stats = KeywordStats()  # the keyword channel's word counts
         self.file_stats = FileStats()  # and its whole files' (long CJK queries)
+        if isinstance(load_embedder, AutoLoad):  # auto: what the collection recorded
+            load_embedder = load_embedder.resolved(self._recorded_encoder)
         self._model = ModelHandle(load_embedder)
         self._stop = threading.Event()
         self._busy = threading.Lock()
@@ -149,6 +152,12 @@ class MilvusEngine:
             "keywords": KEYWORDS_ID,
             "version": STORE_VERSION,
         }
+
+    def _recorded_encoder(self) -> ModelName:
+        """The encoder the collection's vectors were made with; MiniLM for a new one
+        (``--model auto`` on a store: a store is shared by folders of any language)."""
+        identity = self.index.collections.identity() or {}
+        return recorded_model(identity.get("vector_space", ""))
 
     # -- reindex ---------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The embedding model of one served folder: loaded once, in the background.
+"""The embedding model of one served folder: loaded once, in the background (with
+``--model auto``, once the folder's language has chosen it: ``choice``).
 
 Loading takes a second or two (longer on a busy machine), so nothing waits for it
 without a limit: ``get`` takes a timeout, and a caller that needs the model for longer
@@ -17,11 +18,14 @@ from typing import Protocol, runtime_checkable
 from micro_rag_mcp.core.errors import MicroRagError
 from micro_rag_mcp.core.results import ModelState
 from micro_rag_mcp.core.settings import ModelName, Precision, Settings
+from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import INT8_SUFFIX, Embedder
 from micro_rag_mcp.model.files import E5_SMALL, Encoder, installed
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
+
+RECORDED_EVERY_S = 1.0  # how often a waiting handle looks for an encoder recorded since
 
 
 @runtime_checkable
@@ -32,16 +36,29 @@ class ReleasesMemory(Protocol):
 
 
 class ModelHandle:
-    """A model that is LOADING, then READY or FAILED (with the reason) for good.
+    """A model that is LOADING, then READY or FAILED (with the reason) for good; with
+    ``--model auto`` (an ``AutoLoad``), WAITING first, until ``choose`` names the encoder.
 
-    The load begins at ``start()`` or at the first ``get``, in a thread of its own; it
-    begins once.
+    The load begins at ``start()`` or at the first ``get`` (once chosen), in a thread of
+    its own; it begins once. ``recorded`` (auto only) names the encoder an index has
+    recorded already, or None: it is asked at a start and at most once a second while
+    the handle waits, so an index made before keeps its encoder.
     """
 
-    def __init__(self, load: Callable[[], Embedder]) -> None:
+    def __init__(
+        self, load: Loader, recorded: Callable[[], ModelName | None] | None = None
+    ) -> None:
         self._load = load
+        self._auto = load if isinstance(load, AutoLoad) else None
+        self._recorded = recorded if self._auto is not None else None
+        self._asked_at = -RECORDED_EVERY_S
+        self._chosen: ModelName | None = None
+        self._wanted = False  # a start was asked for before the choice
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._decided = threading.Event()
+        if self._auto is None:
+            self._decided.set()
         self._ended = threading.Event()
         self._embedder: Embedder | None = None
         self._error: str | None = None
@@ -52,40 +69,90 @@ class ModelHandle:
             return ModelState.READY
         if self._error is not None:
             return ModelState.FAILED
-        return ModelState.LOADING
+        return ModelState.WAITING if self.waiting else ModelState.LOADING
+
+    @property
+    def waiting(self) -> bool:
+        """Whether ``--model auto`` has not chosen the encoder yet."""
+        return not self._decided.is_set()
+
+    @property
+    def chosen(self) -> ModelName | None:
+        """The encoder ``--model auto`` chose (None before the choice, or if not auto)."""
+        return self._chosen
 
     @property
     def error(self) -> str | None:
         """Why the model could not be loaded, once it FAILED."""
         return self._error
 
+    def choose(self, encoder: ModelName) -> ModelName:
+        """Settle the encoder of ``--model auto``, once (a later call keeps the first
+        choice, which it returns); a load asked for meanwhile begins."""
+        with self._lock:
+            if self._auto is None or self._chosen is not None:
+                return self._chosen or encoder
+            self._chosen = encoder
+            self._decided.set()
+            begin = self._wanted
+        logger.info("--model auto: using %s for this index", encoder)
+        if begin:
+            self.start()
+        return encoder
+
     def start(self) -> None:
-        """Begin loading in the background, unless a load has already begun."""
+        """Begin loading in the background, unless a load has already begun (or, while
+        the encoder is not chosen, once it is)."""
+        self._look_up_recorded()
         with self._lock:
             if self._thread is not None:
+                return
+            if self.waiting:
+                self._wanted = True
                 return
             self._thread = threading.Thread(target=self._run, name="micro-rag-model", daemon=True)
             self._thread.start()
 
     def get(self, timeout: float) -> Embedder | None:
-        """The model, waiting at most ``timeout`` seconds for its load to end.
+        """The model, waiting at most ``timeout`` seconds for its choice and its load.
 
-        None while it is still loading after that, or if it FAILED (see ``state``).
+        None while it is still waiting or loading after that, or if it FAILED (see
+        ``state``).
         """
+        deadline = time.monotonic() + timeout
         self.start()
-        self._ended.wait(timeout)
+        if self.waiting and not self._decided.wait(timeout):
+            return None
+        self._ended.wait(max(0.0, deadline - time.monotonic()))
         return self._embedder
 
     def absent_notice(self) -> str:
         """What a search without the model says of it: keyword results only, no score."""
-        why = (
-            f"is unavailable ({self.error})"
-            if self.state is ModelState.FAILED
-            else "is still loading"
-        )
+        if self.state is ModelState.FAILED:
+            why = f"is unavailable ({self.error})"
+        elif self.waiting:
+            why = "waits for the first pass to read the folder's language (--model auto)"
+        else:
+            why = "is still loading"
         return (
             f"the embedding model {why}; results come from keyword search only and carry no score"
         )
+
+    def _look_up_recorded(self) -> None:
+        """Choose the encoder the index recorded, if it recorded one (auto only)."""
+        if self._recorded is None or not self.waiting:
+            return
+        now = time.monotonic()
+        if now - self._asked_at < RECORDED_EVERY_S:
+            return
+        self._asked_at = now
+        try:
+            recorded = self._recorded()
+        except Exception:  # the choice waits for the first pass instead
+            logger.exception("the encoder the index recorded could not be read")
+            return
+        if recorded is not None:
+            self.choose(recorded)
 
     def release_memory(self) -> None:
         """Let a loaded model give back the working memory of its largest batch."""
@@ -106,7 +173,12 @@ class ModelHandle:
     def _run(self) -> None:
         started = time.monotonic()
         try:
-            self._embedder = self._load()
+            if self._auto is not None:
+                assert self._chosen is not None  # the load begins once chosen
+                self._embedder = self._auto.load(self._chosen)
+            else:
+                assert not isinstance(self._load, AutoLoad)
+                self._embedder = self._load()
             # The whole load, as the embedder's own "loaded … in" line times it, plus the
             # import of its module: the two figures agree.
             logger.info("model ready, %.2f s after its load began", time.monotonic() - started)
@@ -156,20 +228,24 @@ def available_model(
     return wanted
 
 
-def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedder]:
-    """How to load the model ``settings`` ask for, on every usable core; ``keep_files``:
-    a writer of the index folder keeps the int8 copy's scratch files there."""
+def model_loader(settings: Settings, *, keep_files: bool) -> Loader:
+    """How to load the model ``settings`` ask for (for ``auto``, once chosen), on every
+    usable core; ``keep_files``: a writer of the index folder keeps the int8 copy's
+    scratch files there."""
+    if settings.model == "auto":
+        return AutoLoad(lambda encoder: load_model(settings, encoder, keep_files=keep_files))
+    named: ModelName = settings.model
+    return lambda: load_model(settings, named, keep_files=keep_files)
 
-    def load() -> Embedder:
-        from micro_rag_mcp.model.embedder import load_embedder
 
-        folder = settings.index_folder if keep_files else None
-        quantize = settings.model_precision == "int8"
-        return load_embedder(
-            threads=usable_cores(),
-            encoder=available_model(settings.model),
-            quantize=quantize,
-            work_dir=folder,
-        )
+def load_model(settings: Settings, encoder: ModelName, *, keep_files: bool) -> Embedder:
+    """Load ``encoder`` (or minilm where it is not installed) at the settings' precision."""
+    from micro_rag_mcp.model.embedder import load_embedder
 
-    return load
+    folder = settings.index_folder if keep_files else None
+    return load_embedder(
+        threads=usable_cores(),
+        encoder=available_model(encoder),
+        quantize=settings.model_precision == "int8",
+        work_dir=folder,
+    )

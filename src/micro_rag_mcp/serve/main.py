@@ -90,11 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        choices=("minilm", "e5-small"),
-        default="minilm",
+        choices=("auto", "minilm", "e5-small"),
+        default="auto",
         help="Encoder: minilm reads English; e5-small (multilingual-e5-small) reads about "
-        "100 languages and takes about 2x the CPU time to embed (default: minilm). "
-        "Changing it re-embeds the index.",
+        "100 languages and takes about 3x the CPU time to embed; auto lets the folder's "
+        "language choose at its first index and keeps that choice (default: auto). "
+        "Changing it by name re-embeds the index.",
     )
     p.add_argument(
         "--no-watch",

@@ -9,7 +9,7 @@ handshake is answered (``opening.StartAfterHandshake``).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -22,7 +22,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus
 from micro_rag_mcp import __version__
 from micro_rag_mcp.core.address import StoreConfig
 from micro_rag_mcp.core.settings import Settings
-from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.serve.jobs import (
     ANSWER_WITHIN_S,
     ReindexJobs,
@@ -34,7 +33,7 @@ from micro_rag_mcp.serve.waiting import reindex_waiting
 from micro_rag_mcp.store import Store, open_store
 
 if TYPE_CHECKING:
-    from micro_rag_mcp.model.embedder import Embedder
+    from micro_rag_mcp.model.choice import Loader
 
 
 logger = logging.getLogger(__name__)
@@ -51,7 +50,7 @@ class SharedIndex(Protocol):
 
 def build_server(
     settings: Settings,
-    load_embedder: Callable[[], Embedder],
+    load_embedder: Loader,
     store: StoreConfig | None = None,
     *,
     folder: Path | None = None,

@@ -36,14 +36,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import anyio
 
-    from micro_rag_mcp.model.handle import model_loader
+    from micro_rag_mcp.model.handle import load_model
     from micro_rag_mcp.service.daemon import Service
     from micro_rag_mcp.service.indexes import Indexes, SharedModels
     from micro_rag_mcp.service.runtime import ServiceDir
     from micro_rag_mcp.store import open_store
 
     where = ServiceDir.open(Path(args.root), args.key)
-    models = SharedModels(lambda s: model_loader(s, keep_files=True)())
+    models = SharedModels(lambda s, encoder: load_model(s, encoder, keep_files=True))
     indexes = Indexes(lambda s, load: open_store(s, load), models, linger_s=args.grace)
     service = Service(where, indexes, launch_settings, args.grace)
     anyio.run(service.run)

@@ -3,12 +3,13 @@
 Sessions on one index folder share one engine (its catalog and vectors in memory, its
 watcher, its writer) and one queue of reindex jobs: a ``reindex`` from any of them joins
 or queues as it would within one server. Engines of different folders share one loaded
-model per precision. An engine outlives its last session by ``linger_s`` (a client that
-restarts finds it warm), then stops; a model goes with the last engine that uses it.
+model per encoder and precision. An engine outlives its last session by ``linger_s`` (a
+client that restarts finds it warm), then stops; a model goes with the last engine that
+took it.
 
 A session whose settings would change how the shared index is built (its chunking,
-precision, file types, exclusions or size limit) is refused with one sentence, never
-served a mix.
+encoder, precision, file types, exclusions or size limit) is refused with one sentence,
+never served a mix.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from micro_rag_mcp.core.errors import ConfigError
-from micro_rag_mcp.core.settings import Settings
+from micro_rag_mcp.core.settings import ModelName, Precision, Settings
+from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.serve.jobs import ReindexJobs
 from micro_rag_mcp.serve.waiting import reindex_waiting
@@ -30,14 +32,16 @@ from micro_rag_mcp.store import Store
 
 logger = logging.getLogger(__name__)
 
-OpenStore = Callable[[Settings, Callable[[], Embedder]], Store]
-LoadModel = Callable[[Settings], Embedder]
+OpenStore = Callable[[Settings, Loader], Store]
+LoadModel = Callable[[Settings, ModelName], Embedder]  # the encoder at the settings' precision
+ModelKey = tuple[ModelName, Precision]
 
 # What must agree between sessions on one index, with the flag that sets it.
 _BUILT_BY = (
     ("data_folder", "--data-folder"),
     ("chunk_size", "--chunk-size"),
     ("chunk_overlap", "--chunk-overlap"),
+    ("model", "--model"),
     ("model_precision", "--model-precision"),
     ("exts", "--exts"),
     ("exclude", "--exclude"),
@@ -55,46 +59,96 @@ class SessionInfo:
 
 
 class SharedModels:
-    """One loaded model per precision, loaded at the first engine's first need."""
+    """One loaded model per encoder and precision, loaded at the first engine's first
+    need and freed when the last engine that took it stops. An engine of ``--model
+    auto`` takes the encoder its folder's language chose, shared with the engines that
+    chose it or asked for it by name: one folder's English encoder is never served to
+    another folder that asked for (or chose) the multilingual one."""
 
     def __init__(self, load: LoadModel) -> None:
         self._load = load
         self._lock = threading.Lock()
-        self._loaded: dict[str, Embedder] = {}
-        self._users: dict[str, int] = {}
+        self._loaded: dict[ModelKey, Embedder] = {}
+        self._users: dict[ModelKey, int] = {}
 
-    def loader(self, settings: Settings) -> Callable[[], Embedder]:
-        precision = settings.model_precision
+    def lease(self, settings: Settings) -> ModelLease:
+        """One engine's use of the shared models, ended by ``ModelLease.end``."""
+        return ModelLease(self, settings)
 
-        def load() -> Embedder:
-            with self._lock:
-                if precision not in self._loaded:
-                    self._loaded[precision] = self._load(settings)
-                return self._loaded[precision]
-
-        return load
-
-    def use(self, precision: str) -> None:
+    def take(self, settings: Settings, encoder: ModelName) -> tuple[ModelKey, Embedder]:
+        key = model_key(encoder, settings.model_precision)
         with self._lock:
-            self._users[precision] = self._users.get(precision, 0) + 1
+            if key not in self._loaded:
+                self._loaded[key] = self._load(settings, encoder)
+            self._users[key] = self._users.get(key, 0) + 1
+            return key, self._loaded[key]
 
-    def leave(self, precision: str) -> None:
+    def leave(self, key: ModelKey) -> None:
         with self._lock:
-            self._users[precision] -= 1
-            if not self._users[precision]:
-                self._loaded.pop(precision, None)  # freed once its engine is gone
+            self._users[key] -= 1
+            if not self._users[key]:
+                del self._users[key]
+                self._loaded.pop(key, None)  # freed once its last engine is gone
 
     @property
     def loaded(self) -> int:
         return len(self._loaded)
 
+    @property
+    def keys(self) -> list[ModelKey]:
+        """The models loaded, as (encoder, precision)."""
+        with self._lock:
+            return sorted(self._loaded)
+
+
+class ModelLease:
+    """The model one engine took from the shared ones (none until its first need)."""
+
+    def __init__(self, models: SharedModels, settings: Settings) -> None:
+        self._models = models
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._key: ModelKey | None = None
+        self._ended = False
+
+    @property
+    def loader(self) -> Loader:
+        """What the engine loads its model by: the encoder named, or, for ``auto``, the
+        one its folder's language chooses."""
+        model = self._settings.model
+        if model == "auto":
+            return AutoLoad(self._take)
+        return lambda: self._take(model)
+
+    def _take(self, encoder: ModelName) -> Embedder:
+        key, embedder = self._models.take(self._settings, encoder)
+        with self._lock:
+            if self._key is None and not self._ended:
+                self._key = key
+                return embedder
+        self._models.leave(key)  # taken twice, or after the end: held by others only
+        return embedder
+
+    def end(self) -> None:
+        with self._lock:
+            key, self._key, self._ended = self._key, None, True
+        if key is not None:
+            self._models.leave(key)
+
+
+def model_key(encoder: ModelName, precision: Precision) -> ModelKey:
+    """What tells two loaded models apart: the encoder, and MiniLM's precision (e5-small
+    has one precision only)."""
+    return encoder, precision if encoder == "minilm" else "fp32"
+
 
 class Index:
     """One engine and its job queue, shared by the sessions attached to it."""
 
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Store, lease: ModelLease) -> None:
         self.settings = settings
         self.store = store
+        self.lease = lease
         self.jobs = ReindexJobs(
             lambda force, glob, progress: reindex_waiting(self.open, force, glob, progress)
         )
@@ -141,11 +195,10 @@ class Indexes:
         with self._lock:
             index = self._by_folder.get(settings.index_folder)
             if index is None or index.stopping:  # a stopping engine finishes alone
-                loader = self.models.loader(settings)
-                store = self._open_store(settings, loader)
-                index = Index(settings, store)
+                lease = self.models.lease(settings)
+                store = self._open_store(settings, lease.loader)
+                index = Index(settings, store, lease)
                 self._by_folder[settings.index_folder] = index
-                self.models.use(settings.model_precision)
             else:
                 _check_compatible(index.settings, settings)
             self._next += 1
@@ -192,7 +245,7 @@ class Indexes:
         with self._lock:
             if self._by_folder.get(folder) is index:
                 del self._by_folder[folder]
-        self.models.leave(index.settings.model_precision)
+        index.lease.end()
 
     def stop_all(self) -> None:
         with self._lock:

@@ -42,6 +42,16 @@ class ChunkReads:
         rows = self._select_ids("SELECT id, vkey, title, text FROM chunks WHERE id IN ({})", ids)
         return {int(cid): (int(key), str(title), str(text)) for cid, key, title, text in rows}
 
+    def heads_after(self, after: int, within: int, limit: int) -> list[tuple[int, int, str]]:
+        """Up to ``limit`` chunks above id ``after`` that begin in their file's first
+        ``within`` characters, in order, as (id, file id, text): a file's opening text."""
+        rows = self._conn.execute(
+            "SELECT id, file_id, text FROM chunks WHERE id > ? AND char_start < ?"
+            " ORDER BY id LIMIT ?",
+            (after, within, limit),
+        )
+        return [(int(cid), int(fid), str(text)) for cid, fid, text in rows]
+
     def id_keys(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Every chunk id, in order, and the vector key of each."""
         import numpy as np

@@ -68,6 +68,9 @@ class Model:
     wait: Callable[[float], Embedder | None]
     failed: Callable[[], bool]
     vectors_for: Callable[[Embedder], VectorStore]  # the writer's store for this model
+    # While ``--model auto`` waits for its choice (``choosing.Chooser``): called with
+    # whether reading has stored every file; True if there is nothing to choose by.
+    choose: Callable[[bool], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -191,8 +194,11 @@ def read_and_embed(
 
 
 def _wait_for_model(model: Model, reading: _Reading, tally: Tally) -> Embedder | None:
-    """The model once loaded, or None if its load failed; reading goes on meanwhile."""
+    """The model once loaded, or None if its load failed (or, for ``--model auto``, the
+    pass stored no text to choose it by); reading goes on meanwhile."""
     while True:
+        if model.choose is not None and model.choose(reading.listed):
+            return None
         embedder = model.wait(NEWS_WAIT_S)
         if embedder is not None or model.failed():
             return embedder

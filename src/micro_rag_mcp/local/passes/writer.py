@@ -37,10 +37,11 @@ from micro_rag_mcp.ingest.extra_readers import lacking
 from micro_rag_mcp.ingest.scanner import Scope
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.layout import IndexPaths, ensure_folder, open_for_writing
+from micro_rag_mcp.local.passes.choosing import Chooser
 from micro_rag_mcp.local.passes.pipeline import DEFAULT_STEPS, Model, Steps, read_and_embed
 from micro_rag_mcp.local.rebuild import pass_target, seed_vectors, swap_in
 from micro_rag_mcp.local.vectors.cache import VectorCache
-from micro_rag_mcp.model.handle import ModelHandle
+from micro_rag_mcp.model.handle import ModelHandle, recorded_model
 
 logger = logging.getLogger(__name__)
 
@@ -237,6 +238,7 @@ class Writer:
                 wait=self._model.get,
                 failed=lambda: self._model.state is ModelState.FAILED,
                 vectors_for=lambda embedder: vectors.for_writer(catalog, embedder),
+                choose=self._chooser(catalog),
             )
             result = read_and_embed(
                 catalog,
@@ -261,6 +263,17 @@ class Writer:
             swap_in(self.paths)
             self._vectors.forget()
         return done
+
+    def _chooser(self, catalog: Catalog) -> Chooser | None:
+        """For ``--model auto`` before its choice: the encoder the index recorded, else
+        a chooser that samples what this pass stores."""
+        if not self._model.waiting:
+            return None
+        recorded = catalog.get_meta("vector_model")
+        if recorded:
+            self._model.choose(recorded_model(recorded))
+            return None
+        return Chooser(catalog, self._model.choose)
 
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):

@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-import micro_rag_mcp.local.answers.search as search_mod
+import micro_rag_mcp.search.gather as gather_mod
 from bench.fusions import LabParams, fused
 from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
@@ -64,7 +64,7 @@ class LabSet:
 def capture(settings: Settings, embedder: Embedder, queries: Mapping[str, str]) -> Any:
     """Every query's ``Candidates``, as the engine's search gathered them."""
     seen: list[Candidates] = []
-    real_fuse = search_mod.fuse
+    real_fuse = gather_mod.fuse
 
     def recording(c: Candidates, params: SearchParams) -> Ranking:
         seen.append(c)
@@ -74,14 +74,14 @@ def capture(settings: Settings, embedder: Embedder, queries: Mapping[str, str]) 
     engine.load_model()
     engine.search("warm up", top_k=5, score_threshold=0.0)
     out: dict[str, Candidates] = {}
-    search_mod.fuse = recording
+    gather_mod.fuse = recording
     try:
         for qid, text in queries.items():
             seen.clear()
             engine.search(text, top_k=5, score_threshold=-1.0)
             out[qid] = seen[-1]
     finally:
-        search_mod.fuse = real_fuse
+        gather_mod.fuse = real_fuse
         engine.stop()
     return out
 

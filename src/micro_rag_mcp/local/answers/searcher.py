@@ -22,8 +22,9 @@ from micro_rag_mcp.core.results import (
     state_notices,
 )
 from micro_rag_mcp.core.shown import first_few
+from micro_rag_mcp.local.answers.channels import VectorSide
 from micro_rag_mcp.local.answers.reader_pool import ReaderPool
-from micro_rag_mcp.local.answers.search import VectorSide, search_beside
+from micro_rag_mcp.local.answers.search import search_beside
 from micro_rag_mcp.local.answers.state import AnswerParts, IndexStates
 from micro_rag_mcp.local.catalog import Catalog, CatalogCorrupt
 from micro_rag_mcp.local.vectors.cache import reader_meta

@@ -143,6 +143,8 @@ def no_good_match(c: Candidates) -> bool:
     Cranfield's answered questions. A query mostly in CJK, whose cosines cannot tell
     (the encoder reads English), is judged by its words alone, against
     ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged.
+    The query's weight counts the words no passage holds only when they outweigh the
+    held ones (``terms.query_weight``).
     """
     best = c.keyword[0][1] if c.keyword else 0.0
     coverage = best / c.keyword_idf if c.keyword_idf > 0 else 0.0

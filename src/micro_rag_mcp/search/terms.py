@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 # Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
 _LUCENE_STOP = (
@@ -107,11 +107,42 @@ def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[st
 def idf_sum(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> float:
     """What the terms weigh together in FTS5's BM25: the sum of their idf (a term in
     half the chunks or more weighs nothing)."""
-    total = 0.0
-    for t in terms:
-        having = shares.get(t, 0.0) * chunks
-        total += max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
-    return total
+    return sum(term_idf(shares.get(t, 0.0) * chunks, chunks) for t in terms)
+
+
+def term_idf(having: float, chunks: float) -> float:
+    """A term's idf in FTS5's BM25, found in ``having`` of ``chunks`` chunks (0 for one
+    in half of them or more)."""
+    return max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
+
+
+def held_weight(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> float:
+    """``query_weight`` of the terms by their shares of the chunks (``idf_sum``): a term
+    of share 0 is one no chunk holds (of those sampled: every chunk of a folder of up to
+    10,000)."""
+    return query_weight(
+        [(term_idf(shares.get(t, 0.0) * chunks, chunks), shares.get(t, 0.0) > 0.0) for t in terms]
+    )
+
+
+def query_weight(parts: Iterable[tuple[float, bool]]) -> float:
+    """What a query's words weigh together, that its best passage's BM25 is measured
+    against (``fusion.no_good_match``): each word's idf, with whether some passage holds
+    it. A word no passage holds counts only when such words outweigh the held ones.
+
+    A question often holds a word the folder lacks (a typo, a German compound, a word
+    the passage puts otherwise), and being in no passage such a word weighs the
+    most: it cut an answered question's coverage below the bound (2 of 9 answered German
+    questions flagged). A question of another field holds mostly such words, and still
+    weighs them all. (docs/benchmarks.md, "No good match".)
+    """
+    held = unheld = 0.0
+    for weight, is_held in parts:
+        if is_held:
+            held += weight
+        else:
+            unheld += weight
+    return held + unheld if unheld > held else held
 
 
 def query_terms(

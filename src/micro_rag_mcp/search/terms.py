@@ -33,6 +33,11 @@ _IDENTIFIER = re.compile(
     r"[A-Za-z0-9]_+[A-Za-z0-9]|__[A-Za-z]\w*__|[a-z][A-Z]|[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_]"
 )
 
+# A code a folder names things by: letters then three digits or more (ERR-4471,
+# INC0012345, CVE-2021-44228), or a number of three parts or more (4.2.1, 10.0.0.12).
+_CODE = re.compile(
+    r"(?<![\w.])(?:[A-Za-z]+[-_#]?[0-9]{3,}(?:[-_.][A-Za-z0-9]+)*|[0-9]+(?:\.[0-9]+){2,})(?!\w)"
+)
 
 # A query of this many distinct words or more (a paragraph: a question pasted whole, a
 # description) counts a word as often as it holds it, up to ``MAX_TERM_REPEATS`` times: a
@@ -84,6 +89,20 @@ def names_identifier(text: str) -> bool:
     """Whether the query names an identifier of code (see ``_IDENTIFIER``): a query in
     plain words (``sort a dict by value``) does not."""
     return _IDENTIFIER.search(text) is not None
+
+
+def code_share(text: str) -> float:
+    """The share of the query's letters and digits, stop words aside, that spell a code
+    (``_CODE``: an error code, a ticket, a clause or version number): 1 for
+    ``ERR-4471``, about half for ``how to fix ERR-4471``, 0 for a query of words. The
+    encoder makes little of a code; its exact spelling is what finds it
+    (``plan.QueryPlan.read_share``)."""
+    coded = sum(ch.isalnum() for m in _CODE.finditer(text) for ch in m.group())
+    if not coded:
+        return 0.0
+    words = _TERM.findall(text.lower())
+    letters = sum(len(w.strip("_")) for w in words if w.strip("_") not in STOPWORDS)
+    return min(coded / letters, 1.0) if letters else 0.0
 
 
 def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[str]:

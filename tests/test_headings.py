@@ -70,6 +70,26 @@ def test_an_error_code_heading_finds_its_section_first_in_a_milvus_store(
         engine.stop()
 
 
+@pytest.mark.slow
+def test_an_error_code_finds_its_section_first_in_the_hybrid_with_the_real_model(
+    runbook: Path,
+) -> None:
+    from micro_rag_mcp.model.embedder import load_embedder
+
+    engine = Engine(make_settings(runbook), load_embedder)
+    engine.load_model()
+    try:
+        engine.reindex()
+        # The encoder makes little of a code: before the code leaned on the keyword
+        # channel, ERR-4473's and ERR-4470's sections came first.
+        for query in ("ERR-4471", "how to fix ERR-4471", "What is the fix for ERR-4471?"):
+            top = engine.search(query, 5, -1.0).hits[0]
+            assert top.chunk.section == SECTION, query
+            assert "vector" in top.channels and "keyword" in top.channels, query
+    finally:
+        engine.stop()
+
+
 def test_a_passage_is_indexed_and_embedded_under_its_heading_path(runbook: Path) -> None:
     path = runbook / "runbook.md"
     _, chunks = extract_chunks(read_document(path, max_bytes=1 << 20), path, make_settings(runbook))

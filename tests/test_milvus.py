@@ -348,6 +348,25 @@ def test_a_query_weighs_the_same_on_both_stores_even_with_two_words_of_one_stem(
         assert ours > weights("connect intel")[0]  # the stem weighs twice on both
 
 
+def test_words_no_chunk_holds_weigh_alike_on_both_stores_when_they_outweigh_the_rest(
+    milvus: MilvusServer, tmp_path: Path
+) -> None:
+    lines = {
+        "Zinc and copper alloys.": lambda i: i % 10 == 0,
+        "The Intel foundry lost money.": lambda i: i % 5 == 0,
+    }
+    data = write_folder(tmp_path / "docs", quarterly_reports(lines))
+    with keyword_evidence_of(data, milvus.config(), KeywordStats()) as (_, weights):
+        for query in ("zinc copper alloys zeppelin", "intel zeppelin walrus", "zinc copper"):
+            ours, theirs = weights(query)
+            assert theirs == pytest.approx(ours, rel=1e-6), query
+        # "zeppelin" is in no chunk: it weighs nothing beside three rarer words held...
+        held = weights("zinc copper alloys")
+        assert weights("zinc copper alloys zeppelin") == pytest.approx(held, rel=1e-6)
+        # ...and counts, with "walrus", against "intel" alone.
+        assert weights("intel zeppelin walrus")[1] > 2 * weights("intel")[1]
+
+
 def test_a_servers_own_reindex_counts_words_again_at_the_same_chunk_count(
     milvus: MilvusServer, tmp_path: Path
 ) -> None:

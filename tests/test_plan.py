@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.plan import plan_query
-from micro_rag_mcp.search.terms import MAX_TERM_REPEATS
+from micro_rag_mcp.search.terms import MAX_TERM_REPEATS, code_share
 from tests.cjkkit import DESCRIPTION
 
 PARAGRAPH = (
@@ -44,3 +46,28 @@ def test_a_channel_switched_off_is_not_planned() -> None:
     vector_only = plan_query("walrus herds", replace(SearchParams(), channels=("vector",)))
     assert not vector_only.keyword and not vector_only.words and vector_only.vector
     assert not plan_query("walrus", SearchParams(channels=("keyword",))).vector
+
+
+@pytest.mark.parametrize(
+    ("query", "share"),
+    [
+        ("ERR-4471", 1.0),
+        ("INC0012345", 1.0),
+        ("4.2.1", 1.0),
+        ("the CVE-2021-44228", 1.0),  # a stop word beside it is no word of the query
+        ("mach 2.5 flow", 0.0),
+        ("COVID-19 cases in 1998", 0.0),  # two digits; a year alone
+        ("section 4.2", 0.0),
+        ("parse_config", 0.0),
+    ],
+)
+def test_a_code_is_told_by_its_shape(query: str, share: float) -> None:
+    assert code_share(query) == share
+
+
+def test_a_code_is_searched_by_its_words_and_a_question_naming_one_leans_on_them() -> None:
+    assert plan_query("ERR-4471", SearchParams()).read_share == 0.0
+    named = plan_query("how to fix ERR-4471", SearchParams()).read_share
+    assert 0.0 < named < 0.25  # (1 - 7/13) squared
+    assert plan_query("how to fix a failed restore", SearchParams()).read_share == 1.0
+    assert plan_query("ERR-4471", SearchParams()).words == ("err", "4471")

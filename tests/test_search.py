@@ -14,11 +14,15 @@ from micro_rag_mcp.search.fusion import SearchParams, convex
 from micro_rag_mcp.search.terms import (
     MAX_SEARCHED_TERMS,
     STOPWORDS,
+    held_weight,
+    idf_sum,
     names_identifier,
     query_terms,
+    query_weight,
     searched_terms,
 )
 from tests.fakes import FakeEmbedder
+from tests.settingskit import make_settings
 
 HOSTILE = [
     '"unbalanced quote',
@@ -201,3 +205,42 @@ def test_an_exact_identifier_ranks_its_file_first_at_the_default_threshold(
 )
 def test_a_query_names_an_identifier_by_its_shape(query: str, names: bool) -> None:
     assert names_identifier(query) is names
+
+
+def test_a_word_no_passage_holds_counts_in_the_query_s_weight_only_when_it_outweighs() -> None:
+    shares = {"walrus": 0.05, "tusk": 0.05, "ivory": 0.05, "zyzzogeton": 0.0, "quux": 0.0}
+    held = idf_sum(["walrus", "tusk", "ivory"], shares, 20)
+    unheld = idf_sum(["zyzzogeton", "quux"], shares, 20)
+    assert 0 < unheld < held  # a question with two words the folder lacks: its held ones
+    asked = ["walrus", "tusk", "ivory", "zyzzogeton", "quux"]
+    assert held_weight(asked, shares, 20) == pytest.approx(held)
+    # another field's question: mostly words no passage holds, all of them weigh
+    foreign = ["walrus", "zyzzogeton", "quux"]
+    assert held_weight(foreign, shares, 20) == pytest.approx(idf_sum(foreign, shares, 20))
+    assert query_weight([(1.0, True), (1.0, False)]) == 1.0  # a tie: the held alone
+    assert query_weight([(1.0, True), (1.5, False)]) == 2.5
+
+
+def test_a_question_with_words_the_folder_lacks_is_still_a_good_match(data: Path) -> None:
+    # A wide fake embedder: few words share a dimension, and the cosines stay low (under
+    # WEAK_COSINE): the words decide.
+    engine = Engine(make_settings(data), lambda: FakeEmbedder(dimension=1024))
+    engine.load_model()
+    animals = ["walrus tusk ivory", "heron marsh reed", "beetle dung larva", "trout gill fin"]
+    for i in range(20):
+        words = animals[i % 4].split()
+        filler = " ".join(f"log{i}x{j}" for j in range(40))
+        (data / f"field_{i:02d}.txt").write_text(f"Field notes {words[i // 4 % 3]}. {filler}")
+    filler = " ".join(f"w{j}" for j in range(40))
+    (data / "walrus.txt").write_text(f"The walrus tusk is ivory, under blubber. {filler}")
+    try:
+        engine.reindex()
+        # Two words no passage holds (a typo, another spelling) beside four it does: they
+        # weighed about half the query, and it was flagged.
+        found = engine.search("walrus tusk ivory blubber zyzzogeton quuxbar", 5, 0.0)
+        assert found.hits[0].chunk.path == "walrus.txt" and not found.no_good_match
+        # Another field's question: its words the folder lacks outweigh the one it holds.
+        foreign = engine.search("ornithology plumage walrus", 5, 0.0)
+        assert foreign.hits and foreign.no_good_match
+    finally:
+        engine.stop()

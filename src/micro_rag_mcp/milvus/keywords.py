@@ -33,7 +33,7 @@ from typing import Generic, Protocol, TypeVar
 from micro_rag_mcp.milvus.cjk_words import is_gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
-from micro_rag_mcp.search.terms import searched_terms, within_budget
+from micro_rag_mcp.search.terms import query_weight, searched_terms, within_budget
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -209,10 +209,11 @@ def keyword_parts(
     # What the query weighs, about as the embedded store sums it: each distinct term once
     # (two words of one stem are two terms there, each weighing its stem's idf), each pair
     # once. A term of several words (``max_length``) is one FTS5 phrase there, with its
-    # own idf; here its words' idf are summed.
+    # own idf; here its words' idf are summed. Each pair counts (once); of the words,
+    # those no chunk holds count only when they outweigh the others (``query_weight``).
     weighed = [p for t in dict.fromkeys(terms) for p in stem_words(words(t))]
-    weighed += list(dict.fromkeys(grams))
-    weight = sum(idf[p] for p in weighed if idf.get(p, 0.0) > IDF_FLOOR)
+    weight = query_weight((idf[p], having[p] > 0) for p in weighed if idf.get(p, 0.0) > IDF_FLOOR)
+    weight += sum(idf[p] for p in dict.fromkeys(grams) if idf.get(p, 0.0) > IDF_FLOOR)
     return parts[0], parts[1], weight
 
 

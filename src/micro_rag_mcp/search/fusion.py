@@ -7,8 +7,8 @@ The relevance of a candidate is ``s * V + (1 - s) * K``:
   about), shifted by 1 and divided by the best candidate's;
 * ``K``, its BM25 score divided by the best keyword match's;
 * ``s``, the vector channel's share, ``vector_share`` (0.7), scaled down while keyword
-  matches lack vectors and for a query in CJK (``vector_weight``), and raised over code
-  (below).
+  matches lack vectors and for a query in CJK or naming a code like ``ERR-4471``
+  (``vector_weight``, ``plan.QueryPlan.read_share``), and raised over code (below).
 
 The dev collections do not agree on any per-query share: the per-query fusions and
 reciprocal rank fusion measured against this one live in ``bench/fusions.py``
@@ -142,7 +142,9 @@ def no_good_match(c: Candidates) -> bool:
     (the model loading or unavailable) nothing is said: words alone flagged 23 % of
     Cranfield's answered questions. A query mostly in CJK, whose cosines cannot tell
     (the encoder reads English), is judged by its words alone, against
-    ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged.
+    ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged;
+    so is a query mostly of a code (``ERR-4471``). The query's weight counts the words
+    no passage holds only when they outweigh the held ones (``terms.query_weight``).
     """
     best = c.keyword[0][1] if c.keyword else 0.0
     coverage = best / c.keyword_idf if c.keyword_idf > 0 else 0.0
@@ -190,7 +192,8 @@ def vector_weight(c: Candidates) -> float:
     keyword matches has a vector (``known_share``), and of the query the English-only
     encoder reads. A query in Chinese or Japanese is ranked by its words alone: the
     encoder gives such passages cosines that do not follow their meaning (LeCaRD dev,
-    nDCG@10: keyword 0.616, with the vector channel's 70 % 0.559, with 7 % 0.609)."""
+    nDCG@10: keyword 0.616, with the vector channel's 70 % 0.559, with 7 % 0.609); so is
+    a query of a code, and one naming a code leans on its words (``terms.code_share``)."""
     return known_share(c) * (c.read_share if c.keyword else 1.0)
 
 

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 
 from micro_rag_mcp.search.documents import is_long
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.terms import names_identifier, query_terms, repeated_terms
+from micro_rag_mcp.search.terms import (
+    code_share,
+    names_identifier,
+    query_terms,
+    repeated_terms,
+)
 from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 
 
@@ -25,6 +30,13 @@ class QueryPlan:
     ``words`` are the keyword channel's words, a repeated one as often as it counts;
     ``grams`` each CJK pair with how often the query holds it; ``whole_files``: the pairs
     are also matched against whole files (and the CJK runs are not searched as words).
+    ``read_share``: how much of the query the encoder makes sense of, the vector
+    channel's weight (``fusion.vector_weight``): not its CJK text (``cjk.read_share``),
+    nor a code (``terms.code_share``; the rest, squared): ``ERR-4471`` is searched by its
+    words alone, and ``how to fix ERR-4471`` mostly. Around a code, the query's words
+    tell the sections of a runbook apart no better than the code does: with the rest
+    taken once (a vector share of 0.37) ERR-4470's section came first for ``how to fix
+    ERR-4471``, squared (0.15) the section it heads (tests/test_headings.py).
     """
 
     text: str
@@ -58,7 +70,7 @@ def plan_query(query: str, params: SearchParams) -> QueryPlan:
         grams=grams,
         whole_files=whole,
         identifier=names_identifier(query),
-        read_share=read_share(query),
+        read_share=read_share(query) * (1.0 - code_share(query)) ** 2,
         keyword=bool(words or grams),
         vector="vector" in params.channels,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 # Lucene's English stop words (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
 _LUCENE_STOP = (
@@ -33,6 +33,11 @@ _IDENTIFIER = re.compile(
     r"[A-Za-z0-9]_+[A-Za-z0-9]|__[A-Za-z]\w*__|[a-z][A-Z]|[A-Za-z_][A-Za-z0-9_]+\.[A-Za-z_]"
 )
 
+# A code a folder names things by: letters then three digits or more (ERR-4471,
+# INC0012345, CVE-2021-44228), or a number of three parts or more (4.2.1, 10.0.0.12).
+_CODE = re.compile(
+    r"(?<![\w.])(?:[A-Za-z]+[-_#]?[0-9]{3,}(?:[-_.][A-Za-z0-9]+)*|[0-9]+(?:\.[0-9]+){2,})(?!\w)"
+)
 
 # A query of this many distinct words or more (a paragraph: a question pasted whole, a
 # description) counts a word as often as it holds it, up to ``MAX_TERM_REPEATS`` times: a
@@ -86,6 +91,20 @@ def names_identifier(text: str) -> bool:
     return _IDENTIFIER.search(text) is not None
 
 
+def code_share(text: str) -> float:
+    """The share of the query's letters and digits, stop words aside, that spell a code
+    (``_CODE``: an error code, a ticket, a clause or version number): 1 for
+    ``ERR-4471``, about half for ``how to fix ERR-4471``, 0 for a query of words. The
+    encoder makes little of a code; its exact spelling is what finds it
+    (``plan.QueryPlan.read_share``)."""
+    coded = sum(ch.isalnum() for m in _CODE.finditer(text) for ch in m.group())
+    if not coded:
+        return 0.0
+    words = _TERM.findall(text.lower())
+    letters = sum(len(w.strip("_")) for w in words if w.strip("_") not in STOPWORDS)
+    return min(coded / letters, 1.0) if letters else 0.0
+
+
 def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[str]:
     """The words a keyword channel searches: the distinctive ones (in at most
     ``COMMON_SHARE`` of the chunks); a query of common words only keeps them all.
@@ -107,11 +126,42 @@ def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[st
 def idf_sum(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> float:
     """What the terms weigh together in FTS5's BM25: the sum of their idf (a term in
     half the chunks or more weighs nothing)."""
-    total = 0.0
-    for t in terms:
-        having = shares.get(t, 0.0) * chunks
-        total += max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
-    return total
+    return sum(term_idf(shares.get(t, 0.0) * chunks, chunks) for t in terms)
+
+
+def term_idf(having: float, chunks: float) -> float:
+    """A term's idf in FTS5's BM25, found in ``having`` of ``chunks`` chunks (0 for one
+    in half of them or more)."""
+    return max(math.log((chunks - having + 0.5) / (having + 0.5)), 0.0)
+
+
+def held_weight(terms: Sequence[str], shares: Mapping[str, float], chunks: int) -> float:
+    """``query_weight`` of the terms by their shares of the chunks (``idf_sum``): a term
+    of share 0 is one no chunk holds (of those sampled: every chunk of a folder of up to
+    10,000)."""
+    return query_weight(
+        [(term_idf(shares.get(t, 0.0) * chunks, chunks), shares.get(t, 0.0) > 0.0) for t in terms]
+    )
+
+
+def query_weight(parts: Iterable[tuple[float, bool]]) -> float:
+    """What a query's words weigh together, that its best passage's BM25 is measured
+    against (``fusion.no_good_match``): each word's idf, with whether some passage holds
+    it. A word no passage holds counts only when such words outweigh the held ones.
+
+    A question often holds a word the folder lacks (a typo, a German compound, a word
+    the passage puts otherwise), and being in no passage such a word weighs the
+    most: it cut an answered question's coverage below the bound (2 of 9 answered German
+    questions flagged). A question of another field holds mostly such words, and still
+    weighs them all. (docs/benchmarks.md, "No good match".)
+    """
+    held = unheld = 0.0
+    for weight, is_held in parts:
+        if is_held:
+            held += weight
+        else:
+            unheld += weight
+    return held + unheld if unheld > held else held
 
 
 def query_terms(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.search.terms import COMMON_SHARE, idf_sum, searched_terms, within_budget
+from micro_rag_mcp.search.terms import COMMON_SHARE, held_weight, searched_terms, within_budget
 
 SAMPLE_PER_RESULT = 10  # an all-common query scores this many rows per result asked
 
@@ -33,13 +33,13 @@ def keyword_hits(
     files: Sequence[int] | None = None,
 ) -> tuple[list[tuple[int, float]], float]:
     """The best ``limit`` chunks for the terms by BM25, best first, with their scores
-    (only chunks of ``files``, if given); and the summed idf of the terms searched
-    (``idf_sum``, each once). A term given twice weighs twice (``repeated_terms``)."""
+    (only chunks of ``files``, if given); and what the terms searched weigh (each once,
+    ``held_weight``). A term given twice weighs twice (``repeated_terms``)."""
     distinct = list(dict.fromkeys(terms))  # a term given twice is searched twice
     shares, _ = catalog.terms.shares_among(distinct)
     chosen = set(searched_terms(distinct, shares))
     searched = within_budget([t for t in terms if t in chosen])
-    weight = idf_sum(list(dict.fromkeys(searched)), shares, catalog.terms.id_span())
+    weight = held_weight(list(dict.fromkeys(searched)), shares, catalog.terms.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
         return catalog.keywords.keyword_search(
             or_query(searched), limit, weights, files=files

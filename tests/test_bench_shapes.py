@@ -9,6 +9,7 @@ import pytest
 
 from bench.metrics import evaluate
 from bench.retrieval import MARKER, Dataset, first_queries, prepare
+from bench.shape_levers import Cell, channel_table, lever_table
 from bench.shapes import SHAPES, document_text, suffix_of
 from micro_rag_mcp.ingest.readers.text import markdown_sections, opening_title
 
@@ -93,3 +94,27 @@ def test_a_limit_averages_over_the_queries_it_keeps() -> None:
     assert list(kept.queries) == ["q1", "q2"] and list(kept.qrels) == ["q1", "q2"]
     run = {"q1": ["d1"], "q2": ["d2"]}  # both right: the mean is 1, not 2/3
     assert evaluate(run, kept.qrels, ("ndcg@10",))["ndcg@10"] == pytest.approx(1.0)
+
+
+def cell(keyword: float, vector: float, default: float, **off: float) -> Cell:
+    ndcg = {"keyword only": keyword, "vector only": vector, "default": default}
+    return Cell({**ndcg, **{f"{k.replace('_', ' ')} off": v for k, v in off.items()}}, 0)
+
+
+def test_the_channel_table_reports_each_shape_s_worst_case() -> None:
+    cells = {"plain": {"a": cell(0.30, 0.40, 0.42), "b": cell(0.50, 0.20, 0.49)}}
+    table = channel_table(cells, ["a", "b"])
+    assert "| plain | 0.3000 / 0.4000 / **0.4200** (+2.00) |" in table
+    assert table.splitlines()[2].endswith("| -1.00 |")  # b: 0.49 against keyword's 0.50
+
+
+def test_the_lever_table_gives_each_shape_its_own_verdict() -> None:
+    helps = {"title_column_weight": 0.40}  # the default is 0.42 on both: +2 points each
+    hurts = {"title_column_weight": 0.43}  # one point better without it
+    cells = {
+        "title-txt": {"a": cell(0.3, 0.4, 0.42, **helps), "b": cell(0.3, 0.4, 0.42, **helps)},
+        "plain": {"a": cell(0.3, 0.4, 0.42, **helps), "b": cell(0.3, 0.4, 0.42, **hurts)},
+    }
+    rows = [r for r in lever_table(cells, ["a", "b"]).splitlines() if "title column" in r]
+    assert rows[0].startswith("| title column weight | title-txt | +2.00 | +2.00 | holds")
+    assert rows[1].startswith("| title column weight | plain | +2.00 | -1.00 | fails: costs b")

@@ -20,8 +20,9 @@ each channel alone and with other vector shares. Printed (markdown):
 * ``no_good_match``: the share of answered questions (first result relevant) flagged, and
   of the next collection's questions (another field) flagged over this one's index.
 
-Query vectors are computed once and reused by every variant. ``--limit`` keeps the first
-N queries of a large set (say so beside its figures).
+``--shape`` names the shape (``bench.shapes``) the work folders were built in, the same
+for every set. Query vectors are computed once and reused by every variant. ``--limit``
+keeps the first N queries of a large set (say so beside its figures).
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from bench.retrieval import (
     CHANNELS,
     Dataset,
     Workspace,
+    first_queries,
     load_dataset,
     prepare,
     search_all,
 )
+from bench.shapes import DEFAULT_SHAPE, SHAPES
 from bench.tune import CachedQueries
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
@@ -231,13 +234,13 @@ def refusal_table(s: Scores, names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def parse_set(text: str) -> tuple[str, Path, Path, str]:
+def parse_set(text: str) -> tuple[str, Path, Path, str | None]:
     """``NAME=DATASET:WORK[:SUFFIX]``."""
     name, _, rest = text.partition("=")
     parts = rest.split(":")
     if not name or len(parts) not in (2, 3):
         raise SystemExit(f"--set {text!r}: expected NAME=DATASET:WORK[:SUFFIX]")
-    suffix = parts[2] if len(parts) == 3 else ".txt"
+    suffix = parts[2] if len(parts) == 3 else None  # None: the shape's own
     return name, Path(parts[0]), Path(parts[1]), suffix
 
 
@@ -245,6 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.levers", description=__doc__.split("\n")[0])
     p.add_argument("--set", action="append", required=True, help="NAME=DATASET:WORK[:SUFFIX]")
     p.add_argument("--limit", type=int, help="the first N queries of each set")
+    p.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default=DEFAULT_SHAPE,
+        help="the shape bench.retrieval --shape wrote every set's documents in",
+    )
     p.add_argument("--foreign", type=int, default=100, help="another field's questions asked")
     p.add_argument("--top-k", type=int, default=30, help="passages asked of each search")
     p.add_argument(
@@ -262,10 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, data, work, suffix = parse_set(spec)
         dataset = load_dataset(data, "qrels.tsv", "queries.jsonl")
         if args.limit:
-            kept = dict(list(dataset.queries.items())[: args.limit])
-            qrels = {q: dataset.qrels[q] for q in kept if q in dataset.qrels}
-            dataset = replace(dataset, queries=kept, qrels=qrels)
-        ws = prepare(dataset, work, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, suffix)
+            dataset = first_queries(dataset, args.limit)
+        ws = prepare(dataset, work, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, suffix, args.shape)
         if not ws.reused:
             raise SystemExit(f"{work}: no index; build it first with bench.retrieval")
         sets.append(Collection(name, dataset, ws))

@@ -1,6 +1,7 @@
 """Retrieval quality of the real index and search, on a BEIR-style dataset.
 
-Each corpus document becomes ``<work>/docs/<safe id>.txt`` (title, blank line, text); the
+Each corpus document becomes ``<work>/docs/<safe id>.txt`` (title, blank line, text; or
+another of ``bench.shapes``' shapes with ``--shape``: a Markdown note, the text alone); the
 folder is indexed by the real pipeline (``Engine`` with the real embedder) into
 ``<work>/index``, and every query goes through ``Engine.search`` -- the code path of
 the MCP ``search`` tool -- once per channel (keyword only, vector only, hybrid) over
@@ -33,6 +34,7 @@ from typing import Any
 
 from bench import work_folder
 from bench.metrics import dedupe, evaluate, percentile, read_qrels, relevant
+from bench.shapes import DEFAULT_SHAPE, SHAPES, document_text, suffix_of
 from micro_rag_mcp.core.address import StoreConfig, parse_store_url
 from micro_rag_mcp.core.results import Hit, Progress
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Settings
@@ -103,8 +105,11 @@ def safe_names(ids: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def document_file_text(title: str, text: str) -> str:
-    return f"{title.strip()}\n\n{text.strip()}\n"
+def first_queries(dataset: Dataset, limit: int) -> Dataset:
+    """The first ``limit`` judged queries, and only their judgments: a judged query left
+    out of the run would count as 0 in every mean."""
+    kept = dict(list(dataset.queries.items())[:limit])
+    return replace(dataset, queries=kept, qrels={q: dataset.qrels[q] for q in kept})
 
 
 class NoModel:
@@ -146,10 +151,18 @@ class Workspace:
 
 
 def prepare(
-    dataset: Dataset, work: Path, chunk_size: int, chunk_overlap: int, suffix: str = ".txt"
+    dataset: Dataset,
+    work: Path,
+    chunk_size: int,
+    chunk_overlap: int,
+    suffix: str | None = None,
+    shape: str = DEFAULT_SHAPE,
 ) -> Workspace:
-    """Write the documents into ``work/docs`` as ``<id><suffix>`` (unchanged files are left
-    alone); ``suffix`` ``.py`` reads them as code."""
+    """Write the documents into ``work/docs`` as ``<id><suffix>`` in ``shape``
+    (``bench.shapes``; unchanged files are left alone). ``suffix`` is the shape's own when
+    None; ``.py`` reads them as code, ``.org`` as lines (no first-line title, no
+    Markdown headings: a shape's text with those rules off)."""
+    suffix = suffix or suffix_of(shape)
     identity = {
         "dataset": dataset.name,
         "corpus_sha256": dataset.fingerprint,
@@ -158,6 +171,8 @@ def prepare(
     }
     if suffix != ".txt":
         identity["suffix"] = suffix
+    if shape != DEFAULT_SHAPE:
+        identity["shape"] = shape
     marker = work / MARKER
     info: dict[str, Any] = {}
     reused = False
@@ -181,7 +196,7 @@ def prepare(
             stale.unlink()
     for doc_id, (title, text) in dataset.corpus.items():
         path = docs / f"{names[doc_id]}{suffix}"
-        content = document_file_text(title, text).encode("utf-8")
+        content = document_text(shape, title, text).encode("utf-8")
         if not path.exists() or path.read_bytes() != content:
             path.write_bytes(content)
     info.update(identity)
@@ -493,8 +508,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", default="queries.jsonl", help="queries file in the dataset folder")
     p.add_argument(
         "--suffix",
-        default=".txt",
-        help="the documents' file suffix (.py: read as code, one function per file)",
+        help="the documents' file suffix (default: the shape's; .py: read as code, one "
+        "function per file; .org: read as lines, no first-line title or headings)",
+    )
+    p.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default=DEFAULT_SHAPE,
+        help="how each document is written (bench.shapes): title-txt (title, blank line,"
+        " text), md (# title heading), plain (no title), title-joined (one paragraph);"
+        " use a --work folder per shape",
     )
     p.add_argument(
         "--work",
@@ -567,10 +590,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     dataset = load_dataset(args.dataset, args.qrels, args.queries)
     if args.limit:
-        dataset = replace(dataset, queries=dict(list(dataset.queries.items())[: args.limit]))
+        dataset = first_queries(dataset, args.limit)
     suffix = ("-int8" if args.int8 else "") + ("" if args.model == "minilm" else f"-{args.model}")
+    if args.shape != DEFAULT_SHAPE:
+        suffix += f"-{args.shape}"
     work = args.work or work_folder(f"{dataset.name}-{args.chunk_size}{suffix}")
-    ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap, args.suffix)
+    ws = prepare(dataset, work, args.chunk_size, args.chunk_overlap, args.suffix, args.shape)
     if args.store:
         ws = replace(ws, store=parse_store_url(args.store))
     embedder: Embedder = (

@@ -41,6 +41,7 @@ from bench.metrics import dedupe, evaluate
 from micro_rag_mcp.core.settings import DEFAULT_EXTS, Settings
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
+from micro_rag_mcp.model.files import ENCODER_NAMES
 from micro_rag_mcp.search.fusion import Candidates, Ranking, SearchParams
 from micro_rag_mcp.search.terms import query_terms
 
@@ -398,6 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cap.add_argument("--tokens", type=int, default=50, help="identifiers, code-names: how many")
     cap.add_argument("--seed", type=int, default=5)
     cap.add_argument("--out", type=Path, required=True)
+    cap.add_argument("--model", choices=ENCODER_NAMES, default="minilm", help="the encoder")
     choose = sub.add_parser("loco", help="choose the parameters leave-one-collection-out")
     choose.add_argument("labs", type=Path, nargs="+", help="captured sets")
     choose.add_argument("--fusion", choices=sorted(GRIDS), default="convex")
@@ -413,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+    embedder = load_embedder(threads=len(os.sched_getaffinity(0)), encoder=args.model)
     make = {
         "beir": _beir,
         "folder": _folder,

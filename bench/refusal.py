@@ -29,6 +29,7 @@ from bench.retrieval import load_dataset, prepare
 from bench.tune import CachedQueries
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
+from micro_rag_mcp.model.files import ENCODER_NAMES
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 
 logger = logging.getLogger("bench")
@@ -133,6 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--set", action="append", required=True, help="NAME=DATASET:WORK[:SUFFIX]")
     p.add_argument("--limit", type=int, default=300, help="the first N questions of each set")
     p.add_argument("--foreign", type=int, default=100, help="another field's questions asked")
+    p.add_argument("--model", choices=ENCODER_NAMES, default="minilm", help="the encoder")
+    p.add_argument(
+        "--cosines",
+        default="0.30,0.35,0.40,0.45,0.50",
+        help="the weak-cosine bounds tried (e5's cosines lie higher: 0.78,0.80,0.81,0.82)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
@@ -143,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: dict(list(load_dataset(data, "qrels.tsv", "queries.jsonl").queries.items()))
         for name, data, _, _ in specs
     }
-    embedder = CachedQueries(load_embedder())
+    embedder = CachedQueries(load_embedder(encoder=args.model))
     sets: list[SetSignals] = []
     for at, spec in enumerate(specs):
         whose = specs[(at + 1) % len(specs)][0]
@@ -152,7 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     grid = [
         Rule(c, k, j)
         for c, k, j in itertools.product(
-            (0.30, 0.35, 0.40, 0.45, 0.50), (0.4, 0.5, 0.6, 0.7, 0.8), (0.2, 0.3, 0.4, 0.5, 0.6)
+            [float(x) for x in args.cosines.split(",")],
+            (0.4, 0.5, 0.6, 0.7, 0.8),
+            (0.2, 0.3, 0.4, 0.5, 0.6),
         )
     ]
     best = max(grid, key=lambda r: margin(sets, r))

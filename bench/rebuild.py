@@ -51,7 +51,7 @@ def main() -> None:
                 doc = json.loads(line)
                 (data / f"d{n:05d}.txt").write_text(f"{doc.get('title', '')}\n\n{doc['text']}")
         settings = Settings(data_folder=data, index_folder=data / "index", watch="off")
-        model = Counting(model_loader(settings, keep_files=True)())
+        model = Counting(model_loader(settings)())
         for what in ("first index", "rebuild"):
             if what == "rebuild":
                 conn = sqlite3.connect(data / "index" / "catalog.sqlite3")

@@ -122,7 +122,7 @@ class ModelHandle:
 
 def recorded_precision(vector_space: str) -> Precision:
     """The encoder precision a recorded ``vector_space`` was made with (fp32 if none)."""
-    return "int8" if vector_space.split(";", 1)[0].endswith(INT8_SUFFIX) else "fp32"
+    return "int8" if INT8_SUFFIX in vector_space.split(";", 1)[0] else "fp32"
 
 
 def recorded_model(vector_space: str) -> ModelName:
@@ -156,20 +156,17 @@ def available_model(
     return wanted
 
 
-def model_loader(settings: Settings, *, keep_files: bool) -> Callable[[], Embedder]:
-    """How to load the model ``settings`` ask for, on every usable core; ``keep_files``:
-    a writer of the index folder keeps the int8 copy's scratch files there."""
+def model_loader(settings: Settings) -> Callable[[], Embedder]:
+    """How to load the model ``settings`` ask for, on every usable core (it writes
+    nothing: its graph is shipped)."""
 
     def load() -> Embedder:
         from micro_rag_mcp.model.embedder import load_embedder
 
-        folder = settings.index_folder if keep_files else None
-        quantize = settings.model_precision == "int8"
         return load_embedder(
             threads=usable_cores(),
             encoder=available_model(settings.model),
-            quantize=quantize,
-            work_dir=folder,
+            quantize=settings.model_precision == "int8",
         )
 
     return load

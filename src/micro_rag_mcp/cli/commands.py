@@ -148,10 +148,9 @@ def _index_chunking(index: Path, store: StoreConfig | None = None) -> tuple[int,
 
 
 def _open(settings: Settings, store: StoreConfig | None, *, writing: bool) -> Store:
-    """The store the flags name; a writer indexes the settings' data folder, and only a
-    writer of the index folder lets the model keep its files there."""
+    """The store the flags name; a writer indexes the settings' data folder."""
     folder = settings.data_folder if writing or settings.data_folder.is_dir() else None
-    loader = model_loader(settings, keep_files=writing and store is None)
+    loader = model_loader(settings)
     return open_store(settings, loader, store, folder=folder)
 
 

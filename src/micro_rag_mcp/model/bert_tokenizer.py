@@ -89,7 +89,8 @@ class BertTokenizer:
         self._unk, self._cls, self._sep = vocab["[UNK]"], vocab["[CLS]"], vocab["[SEP]"]
         self._content = max_length - 2
         self._table = chars.mapped
-        self._ascii = {point: out for point, out in chars.mapped.items() if point < 128}
+        self._ascii: dict[int, str | None] = {p: o for p, o in chars.mapped.items() if p < 128}
+        self._ascii.update((p, None) for a, b in chars.deleted for p in range(a, min(b + 1, 128)))
         self._deleted = re.compile(f"[{_char_class(chars.deleted)}]")
         self._spaced = re.compile(f"[{_char_class(chars.spaced)}]")
         punctuation, space = _char_class(chars.punctuation), _char_class(chars.whitespace)
@@ -107,22 +108,23 @@ class BertTokenizer:
 
     def normalize(self, text: str) -> str:
         """``BertNormalizer``'s text: each character changed as ``chars.json`` says."""
-        text = self._deleted.sub("", text)
         if text.isascii():
             return text.translate(self._ascii)
+        text = self._deleted.sub("", text)
         return self._spaced.sub(r" \g<0> ", text).translate(self._table)
 
     def encode(self, text: str) -> TokenIds:
         """The text's tokens between ``[CLS]`` and ``[SEP]``, cut at the maximum length."""
         ids: list[int] = []
-        for i, part in enumerate(self._specials.split(text)):
+        pieces = self._pieces
+        parts = self._specials.split(text) if "[" in text else [text]
+        for i, part in enumerate(parts):
             if i % 2:
                 ids.append(self._vocab[part])
             else:
-                for word in self._words.findall(self.normalize(part)):
-                    ids.extend(self._pieces(word))
-                    if len(ids) >= self._content:
-                        break
+                # Each word is one piece at least: past the first ``content`` none is kept.
+                for word in self._words.findall(self.normalize(part))[: self._content]:
+                    ids += pieces(word)
             if len(ids) >= self._content:
                 break
         return TokenIds([self._cls, *ids[: self._content], self._sep])
@@ -132,9 +134,12 @@ class BertTokenizer:
 
     def _wordpiece(self, word: str) -> tuple[int, ...]:
         """The longest vocabulary pieces that spell ``word``, left to right."""
+        vocab = self._vocab
+        if word in vocab:
+            return (vocab[word],)
         if len(word) > _MAX_WORD:
             return (self._unk,)
-        vocab, out, start = self._vocab, [], 0
+        out, start = [], 0
         while start < len(word):
             prefix = _PREFIX if start else ""
             end = min(len(word), start + self._longest)

@@ -39,7 +39,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MODEL_ID = MINILM.model_id
-INT8_SUFFIX = "+int8"  # of the model id of the quantized encoder
+INT8_SUFFIX = "+int8"  # in the model id of the quantized encoder (handle.recorded_precision)
+# The int8 encoder's own suffix: its products on the shipped int8 weights. 0.2.0's "+int8"
+# alone named onnxruntime's requantization of them: other vectors, so another space.
+INT8_MODEL_SUFFIX = INT8_SUFFIX + "/w8"
 DIMENSION = 384
 DEFAULT_BATCH_SIZE = 32
 # e5 reads up to 512 tokens: a batch of 32 such holds 32 x 12 x 512 x 512 attention
@@ -238,43 +241,38 @@ def load_embedder(
     encoder: EncoderName = "minilm",
     weights_file: Path | None = None,
     quantize: bool = False,
-    work_dir: Path | None = None,
 ) -> OnnxEmbedder:
     """Load ``encoder``'s pinned weights (about 1 s for MiniLM); raise ``ModelUnavailable``.
 
     ``batch_size``: texts a run takes (None: 32 for MiniLM, 4 for e5).
     ``threads`` sets onnxruntime's intra-op threads (None: one per core).
     ``weights_file`` skips the package lookup but is still checksum-verified.
-    ``quantize`` (MiniLM only) runs an int8 copy: faster, slightly different vectors (so a
-    different ``model_id``); its scratch files go in ``work_dir`` (None: the system's
-    temporary folder; it needs the ``graphs`` extra).
+    ``quantize`` (MiniLM only) runs its products on the int8 weights as shipped: faster,
+    slightly different vectors (so a different ``model_id``).
     """
     from micro_rag_mcp.model import loader
     from micro_rag_mcp.model.external_weights import add_arrays
-    from micro_rag_mcp.model.graphs import read_encoder
+    from micro_rag_mcp.model.graphs import graph_name, read_encoder
 
     started = time.perf_counter()
     spec = ENCODERS[encoder]
     path = find_weights(spec) if weights_file is None else verify_weights(spec, weights_file)
+    int8 = quantize and encoder == "minilm"
     try:
-        files = read_encoder(encoder, path)
+        files = read_encoder(encoder, path, int8=int8)
     except (ValueError, OSError) as e:
         raise ModelUnavailable(
             f"Cannot read the {encoder} weights in {path}: {e}. {install_hint(spec, True)}"
         ) from e
     options = session_options(threads)
-    model_id, feeds = spec.model_id, None
-    if quantize and encoder == "minilm":
-        session = open_session(loader.quantized(files, work_dir), options)
-        model_id += INT8_SUFFIX
-    else:
-        graph = shipped_graph(spec)
-        feeds = files.weights.feeds()
-        add_arrays(options, feeds)
-        try:
-            session = open_session(graph, options)
-        except Exception as e:  # onnxruntime raises its own types for a graph it refuses
-            raise ModelUnavailable(f"The {encoder} graph cannot be run: {e}") from e
+    model_id = spec.model_id + (INT8_MODEL_SUFFIX if int8 else "")
+    graph = shipped_graph(graph_name(encoder, int8))
+    feeds = files.weights.feeds()
+    add_arrays(options, feeds)
+    try:
+        session = open_session(graph, options)
+    except Exception as e:  # onnxruntime raises its own types for a graph it refuses
+        raise ModelUnavailable(f"The {encoder} graph cannot be run: {e}") from e
     trim_heap()  # the graph's bytes and the session's set-up are garbage now
     logger.info("loaded %s from %s in %.2f s", model_id, path, time.perf_counter() - started)
     return OnnxEmbedder(

@@ -101,3 +101,47 @@ def add_arrays(options: onnxruntime.SessionOptions, arrays: Mapping[str, Any]) -
     names = list(arrays)
     values = [ort.OrtValue.ortvalue_from_numpy(arrays[name]) for name in names]
     options.add_external_initializers(names, values)
+
+
+class Int8Products(ExternalWeights):
+    """MiniLM with each product run on its int8 weights as shipped (``--model-precision
+    int8``): onnxruntime's ``DynamicQuantizeMatMul`` quantizes the activations per batch
+    to uint8 and multiplies them by the int8 ``[in, out]`` matrix, a scale per column.
+
+    ``products``: each ``nn.Linear``'s int8 matrix and scales, by its name.
+    """
+
+    def __init__(
+        self,
+        tensors: Mapping[str, npt.NDArray[Any]],
+        table: tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]],
+        products: Mapping[str, tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]],
+    ) -> None:
+        super().__init__(tensors, table)
+        self.products = products
+
+    def linear(self, g: _GraphBuilder, x: str, prefix: str) -> str:
+        """``x @ W.T + b`` on the int8 matrix stored under ``prefix``."""
+        values, scales = self.products[prefix]
+        inputs = [
+            x,
+            self.add(g, f"{prefix}.weight_q", values),
+            self.add(g, f"{prefix}.weight_scale", scales),
+            "",  # zero points: none, the weights are symmetric
+            g.weight(f"{prefix}.bias"),
+        ]
+        return g.op("DynamicQuantizeMatMul", inputs, "qmatmul", domain="com.microsoft")
+
+    def feeds(self) -> dict[str, npt.NDArray[Any]]:
+        """Every array the graph declares: the int8 products in place of the widened."""
+        out = {
+            key: np.ascontiguousarray(array)
+            for key, array in self.tensors.items()
+            if not _is_product(key)
+        }
+        for prefix, (values, scales) in self.products.items():
+            out[f"{prefix}.weight_q"] = np.ascontiguousarray(values)
+            out[f"{prefix}.weight_scale"] = np.ascontiguousarray(scales)
+        if self.table is not None:
+            out["word_table_q"], out["word_table_s"] = self.table
+        return out

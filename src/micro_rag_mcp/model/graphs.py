@@ -14,8 +14,8 @@ from pathlib import Path
 
 from micro_rag_mcp.model.bert_graph import BertConfig
 from micro_rag_mcp.model.e5_graph import E5Weights, e5_config
-from micro_rag_mcp.model.external_weights import ExternalWeights
-from micro_rag_mcp.model.files import MINILM_DIR, EncoderName
+from micro_rag_mcp.model.external_weights import ExternalWeights, Int8Products
+from micro_rag_mcp.model.files import INT8, MINILM_DIR, EncoderName
 from micro_rag_mcp.model.minilm_int8 import read_int8_minilm
 from micro_rag_mcp.model.packed_e5 import E5Vocabulary, read_packed_e5
 
@@ -35,20 +35,37 @@ def minilm_config() -> BertConfig:
     return BertConfig.from_dict(raw)
 
 
-def read_encoder(encoder: EncoderName, path: Path) -> EncoderFiles:
-    """Read ``encoder``'s weights file; ``ValueError`` or ``OSError`` if it cannot be."""
+def read_encoder(encoder: EncoderName, path: Path, *, int8: bool = False) -> EncoderFiles:
+    """Read ``encoder``'s weights file; ``ValueError`` or ``OSError`` if it cannot be.
+
+    ``int8`` (MiniLM only): its products kept int8, for ``DynamicQuantizeMatMul``.
+    """
     if encoder == "e5-small":
         packed = read_packed_e5(path)
         return EncoderFiles(E5Weights(packed), e5_config(packed), packed.vocabulary)
     config = minilm_config()
-    int8 = read_int8_minilm(path, config.num_layers)
-    return EncoderFiles(ExternalWeights(int8.tensors, int8.table), config, None)
+    minilm = read_int8_minilm(path, config.num_layers)
+    if int8:
+        weights = Int8Products(minilm.tensors, minilm.table, minilm.products)
+        return EncoderFiles(weights, config, None)
+    return EncoderFiles(ExternalWeights(minilm.tensors, minilm.table), config, None)
 
 
-def graph_bytes(encoder: EncoderName, path: Path) -> bytes:
-    """The serialized graph over ``encoder``'s weights, which it declares as external."""
+def graph_name(encoder: EncoderName, int8: bool) -> str:
+    """The shipped graph's name (a key of ``files.GRAPHS``)."""
+    return encoder + INT8 if int8 else encoder
+
+
+def encoder_of(name: str) -> EncoderName:
+    """The encoder whose weights the shipped graph ``name`` declares."""
+    return "e5-small" if name == "e5-small" else "minilm"
+
+
+def graph_bytes(name: str, path: Path) -> bytes:
+    """The serialized graph ``name`` (``graph_name``) over its encoder's weights at
+    ``path``, which it declares as external."""
     from micro_rag_mcp.model.bert_graph import build_model
 
-    files = read_encoder(encoder, path)
+    files = read_encoder(encoder_of(name), path, int8=name.endswith(INT8))
     data: bytes = build_model(files.weights, files.config).SerializeToString()
     return data

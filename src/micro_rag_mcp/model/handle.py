@@ -194,7 +194,7 @@ class ModelHandle:
 
 def recorded_precision(vector_space: str) -> Precision:
     """The encoder precision a recorded ``vector_space`` was made with (fp32 if none)."""
-    return "int8" if vector_space.split(";", 1)[0].endswith(INT8_SUFFIX) else "fp32"
+    return "int8" if INT8_SUFFIX in vector_space.split(";", 1)[0] else "fp32"
 
 
 def recorded_model(vector_space: str) -> ModelName:
@@ -228,24 +228,21 @@ def available_model(
     return wanted
 
 
-def model_loader(settings: Settings, *, keep_files: bool) -> Loader:
+def model_loader(settings: Settings) -> Loader:
     """How to load the model ``settings`` ask for (for ``auto``, once chosen), on every
-    usable core; ``keep_files``: a writer of the index folder keeps the int8 copy's
-    scratch files there."""
+    usable core (it writes nothing: its graph is shipped)."""
     if settings.model == "auto":
-        return AutoLoad(lambda encoder: load_model(settings, encoder, keep_files=keep_files))
+        return AutoLoad(lambda encoder: load_model(settings, encoder))
     named: ModelName = settings.model
-    return lambda: load_model(settings, named, keep_files=keep_files)
+    return lambda: load_model(settings, named)
 
 
-def load_model(settings: Settings, encoder: ModelName, *, keep_files: bool) -> Embedder:
+def load_model(settings: Settings, encoder: ModelName) -> Embedder:
     """Load ``encoder`` (or minilm where it is not installed) at the settings' precision."""
     from micro_rag_mcp.model.embedder import load_embedder
 
-    folder = settings.index_folder if keep_files else None
     return load_embedder(
         threads=usable_cores(),
         encoder=available_model(encoder),
         quantize=settings.model_precision == "int8",
-        work_dir=folder,
     )

@@ -36,13 +36,18 @@ _PRODUCTS = (
 _DTYPES = {1: np.float32, 3: np.int8, 7: np.int64}  # TensorProto data types read here
 
 
+Int8Matrix = tuple["npt.NDArray[np.int8]", "npt.NDArray[np.float32]"]
+
+
 @dataclass(frozen=True)
 class Int8Minilm:
-    """The tensors by Hugging Face name (products as ``[out, in]`` views) and the word
-    table as int8 rows with a scale each."""
+    """The tensors by Hugging Face name (products widened, as ``[out, in]`` views), the
+    word table as int8 rows with a scale each, and each product as stored: int8
+    ``[in, out]`` with a scale per output column, by its ``nn.Linear``'s name."""
 
     tensors: dict[str, npt.NDArray[Any]]
-    table: tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]
+    table: Int8Matrix
+    products: dict[str, Int8Matrix]
 
 
 def read_int8_minilm(path: Path, num_layers: int) -> Int8Minilm:
@@ -71,12 +76,16 @@ def _arrange(raw: dict[str, npt.NDArray[Any]], num_layers: int) -> Int8Minilm:
     )
     if len(products) != num_layers * len(_PRODUCTS):
         raise ValueError(f"{len(products)} weight matrices, not {num_layers * len(_PRODUCTS)}")
+    stored: dict[str, Int8Matrix] = {}
     for index, name in enumerate(products):
         layer, part = divmod(index, len(_PRODUCTS))
+        linear = f"encoder.layer.{layer}.{_PRODUCTS[part]}"
         # stored [in, out]; BERT's name is for [out, in]: a transposed view, no copy
-        tensors[f"encoder.layer.{layer}.{_PRODUCTS[part]}.weight"] = _widen(raw, name).T
+        tensors[f"{linear}.weight"] = _widen(raw, name).T
+        scale = raw[name + "_scale"].reshape(-1).astype(np.float32, copy=False)
+        stored[linear] = (raw[name + "_q"], scale)
     table = _PREFIX + "embeddings.word_embeddings.weight"
-    return Int8Minilm(tensors, (raw[table + "_q"], raw[table + "_scale"]))
+    return Int8Minilm(tensors, (raw[table + "_q"], raw[table + "_scale"]), stored)
 
 
 def _widen(raw: dict[str, npt.NDArray[Any]], name: str) -> npt.NDArray[np.float32]:

@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None, *, readers: str = "") -> int:
 
     signals = StopSignals()  # from here on, SIGINT and SIGTERM stop the server cleanly
 
-    load = model_loader(settings, keep_files=store is None)
+    load = model_loader(settings)
     # The model loads once the handshake is answered (server.StartAfterHandshake): begun
     # before it, its load competed with the SDK's import and made the handshake slower.
     from micro_rag_mcp.serve.server import build_server

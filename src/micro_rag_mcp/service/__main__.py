@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from micro_rag_mcp.store import open_store
 
     where = ServiceDir.open(Path(args.root), args.key)
-    models = SharedModels(lambda s, encoder: load_model(s, encoder, keep_files=True))
+    models = SharedModels(lambda s, encoder: load_model(s, encoder))
     indexes = Indexes(lambda s, load: open_store(s, load), models, linger_s=args.grace)
     service = Service(where, indexes, launch_settings, args.grace)
     anyio.run(service.run)

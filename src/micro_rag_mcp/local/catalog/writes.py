@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 
 import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.catalog.packed import pack
 from micro_rag_mcp.text.vector_text import vector_key
 
 
@@ -45,13 +46,17 @@ class FileWrites:
                         c.line_end,
                         c.page,
                         c.title,
-                        c.text,
+                        pack(c.text),
                         c.section,
                         c.locator,
                         vector_key(c.title, c.text),
                     )
                     for c in chunks
                 ),
+            )
+            conn.executemany(
+                "INSERT INTO chunks_fts(rowid, title, text) VALUES (?, ?, ?)",
+                (row[:3] for row in grams.chunk_rows(conn, file_id)),
             )
             grams.store_grams(conn, file_id, chunks)
         return old
@@ -109,6 +114,10 @@ class FileWrites:
             int(r[0]) for r in conn.execute("SELECT vkey FROM chunks WHERE file_id = ?", (file_id,))
         ]
         if keys:
+            conn.executemany(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', ?, ?, ?)",
+                (row[:3] for row in grams.chunk_rows(conn, file_id)),
+            )
             grams.drop_grams(conn, file_id)
             conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         return keys

@@ -8,7 +8,10 @@ import random
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog.words import indexed
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.text.cjk import has_cjk
 from tests.fakes import FakeEmbedder
 from tests.settingskit import make_settings
 
@@ -102,3 +105,23 @@ def test_a_cjk_chunk_is_stored_compressed_and_read_back_whole(engine: Engine, da
     assert kinds == {"zh.txt": "blob", "en.txt": "text"}
     hit = engine.search(text[40:60], 1).hits[0]
     assert hit.chunk.path == "zh.txt" and hit.chunk.text.strip() == text.strip()
+
+
+def test_a_cjk_word_is_indexed_as_its_hash_and_found_whole(engine: Engine, data: Path) -> None:
+    (data / "a.txt").write_text("東京都庁の職員 met Tokyo staff.", encoding="utf-8")
+    (data / "b.txt").write_text("東京都庁 alone, and staff.", encoding="utf-8")
+    engine.reindex()
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, chunks_fts, row)")
+    terms = {str(r[0]) for r in conn.execute("SELECT term FROM temp.words")}
+    conn.close()
+    assert indexed("東京都庁の職員") in terms and "tokyo" in terms
+    assert not any(has_cjk(t) for t in terms)
+    assert indexed("Staff 東京都庁") == f"Staff {indexed('東京都庁')}" != "Staff 東京都庁"
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:
+        for word, path in (("東京都庁の職員", "a.txt"), ("東京都庁", "b.txt")):
+            found = catalog.keywords.keyword_search(f'"{word}"', 5)
+            assert [catalog.chunks.fetch([c])[c].path for c, _ in found] == [path]
+    finally:
+        catalog.close()

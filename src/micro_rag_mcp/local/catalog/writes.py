@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.catalog.packed import pack
+from micro_rag_mcp.local.catalog.words import indexed
 from micro_rag_mcp.text.vector_text import vector_key
 
 
@@ -56,7 +58,7 @@ class FileWrites:
             )
             conn.executemany(
                 "INSERT INTO chunks_fts(rowid, title, text) VALUES (?, ?, ?)",
-                (row[:3] for row in grams.chunk_rows(conn, file_id)),
+                _words(grams.chunk_rows(conn, file_id)),
             )
             grams.store_grams(conn, file_id, chunks)
         return old
@@ -116,7 +118,7 @@ class FileWrites:
         if keys:
             conn.executemany(
                 "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', ?, ?, ?)",
-                (row[:3] for row in grams.chunk_rows(conn, file_id)),
+                _words(grams.chunk_rows(conn, file_id)),
             )
             grams.drop_grams(conn, file_id)
             conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
@@ -134,3 +136,9 @@ class FileWrites:
         )
         row = conn.execute("SELECT id FROM files WHERE path = ?", (r.path,)).fetchone()
         return int(row[0])
+
+
+def _words(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, str, str]]:
+    """The word index's row of each chunk row (``grams.chunk_rows``): id, title, text."""
+    for cid, title, text, *_ in rows:
+        yield int(cid), indexed(title), indexed(text)

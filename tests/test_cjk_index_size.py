@@ -1,5 +1,6 @@
-"""A CJK folder's catalog stays within a few times its text, and its contentless tables of
-pairs hold what a fresh index of the same files holds after changes and deletes."""
+"""A CJK folder's catalog stays within a few times its text, and its contentless tables
+(pairs, words) hold what a fresh index of the same files holds after changes and
+deletes; a CJK chunk's text is stored compressed and read back whole."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import random
 import sqlite3
 from pathlib import Path
 
+from micro_rag_mcp.local.catalog import Catalog
+from micro_rag_mcp.local.catalog.words import indexed
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.text.cjk import has_cjk
 from tests.fakes import FakeEmbedder
 from tests.settingskit import make_settings
 
@@ -32,11 +36,12 @@ def catalog_size(index: Path) -> int:
     return path.stat().st_size
 
 
-def pair_counts(index: Path) -> dict[str, dict[str, tuple[int, int]]]:
-    """For each table of pairs: every pair with how many rows and how often hold it."""
+def term_counts(index: Path) -> dict[str, dict[str, tuple[int, int]]]:
+    """For each contentless table (pairs, words): every term with how many rows hold it
+    and how often."""
     conn = sqlite3.connect(index / "catalog.sqlite3")
     found: dict[str, dict[str, tuple[int, int]]] = {}
-    for table in ("chunks_cjk", "files_cjk"):
+    for table in ("chunks_cjk", "files_cjk", "chunks_fts"):
         conn.execute(f"CREATE VIRTUAL TABLE temp.v_{table} USING fts5vocab(main, {table}, row)")
         rows = conn.execute(f"SELECT term, doc, cnt FROM temp.v_{table}").fetchall()
         found[table] = {str(t): (int(d), int(c)) for t, d, c in rows}
@@ -69,13 +74,54 @@ def test_changed_and_deleted_files_leave_no_pairs_behind(
     (data / "changed.txt").write_text("スイゾクサカナ。" + prose(rng, 1500), encoding="utf-8")
     (data / "mixed.txt").write_text("English words only now.", encoding="utf-8")
     engine.reindex()
-    for removed in ("トショモクロク", "ハクブツテンジ", "東京都庁"):
+    for removed in ("トショモクロク", "ハクブツテンジ", "東京都庁", "together"):
         hits = engine.search(removed, 5, 0.0).hits
         assert not [h for h in hits if "keyword" in h.channels]
     assert engine.search("スイゾクサカナ", 5).hits[0].chunk.path == "changed.txt"
     # What the changed catalog holds is what a fresh index of the same files holds.
-    fresh = Engine(make_settings(data, index_folder=tmp_path / "fresh"), FakeEmbedder)
+    copy = tmp_path / "copy"  # the same files, without the first index's folder
+    copy.mkdir()
+    for path in data.glob("*.txt"):
+        (copy / path.name).write_bytes(path.read_bytes())
+    fresh = Engine(make_settings(copy, index_folder=tmp_path / "fresh"), FakeEmbedder)
     fresh.load_model()
     fresh.reindex()
     fresh.stop()
-    assert pair_counts(data / "index") == pair_counts(tmp_path / "fresh")
+    assert term_counts(data / "index") == term_counts(tmp_path / "fresh")
+
+
+def test_a_cjk_chunk_is_stored_compressed_and_read_back_whole(engine: Engine, data: Path) -> None:
+    text = prose(random.Random(5), 900)
+    (data / "zh.txt").write_text(text, encoding="utf-8")
+    (data / "en.txt").write_text("Plain English prose stays as it is.", encoding="utf-8")
+    engine.reindex()
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    kinds = dict(
+        conn.execute(
+            "SELECT f.path, typeof(c.text) FROM chunks c JOIN files f ON f.id = c.file_id"
+        ).fetchall()
+    )
+    conn.close()
+    assert kinds == {"zh.txt": "blob", "en.txt": "text"}
+    hit = engine.search(text[40:60], 1).hits[0]
+    assert hit.chunk.path == "zh.txt" and hit.chunk.text.strip() == text.strip()
+
+
+def test_a_cjk_word_is_indexed_as_its_hash_and_found_whole(engine: Engine, data: Path) -> None:
+    (data / "a.txt").write_text("東京都庁の職員 met Tokyo staff.", encoding="utf-8")
+    (data / "b.txt").write_text("東京都庁 alone, and staff.", encoding="utf-8")
+    engine.reindex()
+    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+    conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, chunks_fts, row)")
+    terms = {str(r[0]) for r in conn.execute("SELECT term FROM temp.words")}
+    conn.close()
+    assert indexed("東京都庁の職員") in terms and "tokyo" in terms
+    assert not any(has_cjk(t) for t in terms)
+    assert indexed("Staff 東京都庁") == f"Staff {indexed('東京都庁')}" != "Staff 東京都庁"
+    catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
+    try:
+        for word, path in (("東京都庁の職員", "a.txt"), ("東京都庁", "b.txt")):
+            found = catalog.keywords.keyword_search(f'"{word}"', 5)
+            assert [catalog.chunks.fetch([c])[c].path for c, _ in found] == [path]
+    finally:
+        catalog.close()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from micro_rag_mcp.core.batches import batched
 from micro_rag_mcp.core.formats import is_code, may_read_as_code
 from micro_rag_mcp.core.records import StoredChunk
+from micro_rag_mcp.local.catalog.packed import stored_chunk, unpack
 from micro_rag_mcp.text.code_text import reads_as_code
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class ChunkReads:
     def chunk_texts(self, ids: Iterable[int]) -> dict[int, tuple[int, str, str]]:
         """Vector key, title and text of the given chunk ids that still exist."""
         rows = self._select_ids("SELECT id, vkey, title, text FROM chunks WHERE id IN ({})", ids)
-        return {int(cid): (int(key), str(title), str(text)) for cid, key, title, text in rows}
+        return {int(cid): (int(key), str(title), unpack(text)) for cid, key, title, text in rows}
 
     def heads_after(self, after: int, within: int, limit: int) -> list[tuple[int, int, str]]:
         """Up to ``limit`` chunks above id ``after`` that begin in their file's first
@@ -92,7 +93,7 @@ class ChunkReads:
             " JOIN files f ON f.id = c.file_id WHERE c.id IN ({})",
             ids,
         )
-        return {int(r[0]): StoredChunk(*r) for r in rows}
+        return {int(r[0]): stored_chunk(r) for r in rows}
 
     def first_chunks(self, file_ids: Sequence[int]) -> dict[int, int]:
         """For each given file id, the id of its first chunk."""
@@ -121,7 +122,7 @@ class ChunkReads:
         return frozenset(
             int(c)
             for c, path, text in rows
-            if is_code(path) or (may_read_as_code(path) and reads_as_code(text))
+            if is_code(path) or (may_read_as_code(path) and reads_as_code(unpack(text)))
         )
 
     def _select_ids(self, sql: str, ids: Iterable[int]) -> Iterator[tuple[Any, ...]]:

@@ -20,6 +20,7 @@ from micro_rag_mcp.core.errors import IndexWriteError
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.local.catalog.chunks import ChunkReads
 from micro_rag_mcp.local.catalog.keywords import KeywordSearch
+from micro_rag_mcp.local.catalog.packed import stored_chunk
 from micro_rag_mcp.local.catalog.schema import (
     BUMP_GENERATION,
     INDEX_VERSION,
@@ -275,7 +276,7 @@ class Catalog:
             " ORDER BY c.chunk_index",
             (path, start, end),
         )
-        return [StoredChunk(*r) for r in rows]
+        return [stored_chunk(r) for r in rows]
 
     def last_indexed_at(self) -> float | None:
         """When a file's text was last stored (seconds since the epoch), if ever."""

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from micro_rag_mcp.core.records import NewChunk
+from micro_rag_mcp.local.catalog.packed import unpack
 from micro_rag_mcp.text.cjk import bigrams, has_cjk, whole_text
 
 # The meta key a catalog is made with, which says every file's row in files_cjk is
@@ -37,7 +38,7 @@ def store_grams(conn: sqlite3.Connection, file_id: int, chunks: Sequence[NewChun
     are gone already (``drop_grams``)."""
     if not any(has_cjk(c.title) or has_cjk(c.text) for c in chunks):
         return
-    rows = _chunk_rows(conn, file_id)
+    rows = chunk_rows(conn, file_id)
     conn.executemany(
         "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)",
         ((cid, chunk_grams(title, text)) for cid, title, text, _, _ in rows),
@@ -48,7 +49,7 @@ def store_grams(conn: sqlite3.Connection, file_id: int, chunks: Sequence[NewChun
 def drop_grams(conn: sqlite3.Connection, file_id: int) -> None:
     """Delete the bigram rows of one file and of its chunks, in the caller's transaction,
     while its chunks are still stored: each row is deleted with the pairs it holds."""
-    rows = _chunk_rows(conn, file_id)
+    rows = chunk_rows(conn, file_id)
     held = {
         int(r[0])
         for r in conn.execute(
@@ -78,9 +79,11 @@ def file_grams(rows: Sequence[tuple[Any, ...]]) -> str:
     return " ".join(sorted(bigrams(whole_text(rows)).split()))
 
 
-def _chunk_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[Any, ...]]:
-    return conn.execute(
+def chunk_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[Any, ...]]:
+    """Id, title, text (plain), start and end of one file's chunks, in order."""
+    rows = conn.execute(
         "SELECT id, title, text, char_start, char_end FROM chunks WHERE file_id = ?"
         " ORDER BY chunk_index",
         (file_id,),
-    ).fetchall()
+    )
+    return [(cid, title, unpack(text), start, end) for cid, title, text, start, end in rows]

@@ -59,18 +59,12 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id, chunk_index);
 CREATE INDEX IF NOT EXISTS chunks_by_key ON chunks(vkey);
+-- The words of each chunk; rowid = chunk id. Contentless: chunks.text may be compressed
+-- (packed.py), so writes.py gives it the plain text, and deletes a row with it.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, text,
-    content='chunks', content_rowid='id',
+    title, text, content='',
     tokenize='porter unicode61 remove_diacritics 2'
 );
-CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, text)
-    VALUES ('delete', old.id, old.title, old.text);
-END;
 -- CJK bigrams of the chunks that have CJK text (cjk.py); rowid = chunk id. Contentless:
 -- grams.py deletes a row with the pairs it was made of.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(

@@ -8,6 +8,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Literal
 
+from micro_rag_mcp.local.catalog.words import indexed
+
 
 class TermStats:
     """The term counts of one catalog connection."""
@@ -36,7 +38,7 @@ class TermStats:
                     self._conn.execute(
                         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
                         " AND rowid BETWEEN ? AND ?",
-                        (f'"{term}"', first, last),
+                        (f'"{indexed(term) if table == "chunks_fts" else term}"', first, last),
                     ).fetchone()[0]
                 )
                 for first, last in ranges

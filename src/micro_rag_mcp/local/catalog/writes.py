@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.records import FileRecord, NewChunk
+from micro_rag_mcp.local.catalog.packed import pack
+from micro_rag_mcp.local.catalog.words import indexed
 from micro_rag_mcp.text.vector_text import vector_key
 
 
@@ -45,13 +48,17 @@ class FileWrites:
                         c.line_end,
                         c.page,
                         c.title,
-                        c.text,
+                        pack(c.text),
                         c.section,
                         c.locator,
                         vector_key(c.title, c.text),
                     )
                     for c in chunks
                 ),
+            )
+            conn.executemany(
+                "INSERT INTO chunks_fts(rowid, title, text) VALUES (?, ?, ?)",
+                _words(grams.chunk_rows(conn, file_id)),
             )
             grams.store_grams(conn, file_id, chunks)
         return old
@@ -109,6 +116,10 @@ class FileWrites:
             int(r[0]) for r in conn.execute("SELECT vkey FROM chunks WHERE file_id = ?", (file_id,))
         ]
         if keys:
+            conn.executemany(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', ?, ?, ?)",
+                _words(grams.chunk_rows(conn, file_id)),
+            )
             grams.drop_grams(conn, file_id)
             conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         return keys
@@ -125,3 +136,9 @@ class FileWrites:
         )
         row = conn.execute("SELECT id FROM files WHERE path = ?", (r.path,)).fetchone()
         return int(row[0])
+
+
+def _words(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, str, str]]:
+    """The word index's row of each chunk row (``grams.chunk_rows``): id, title, text."""
+    for cid, title, text, *_ in rows:
+        yield int(cid), indexed(title), indexed(text)

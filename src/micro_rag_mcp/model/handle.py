@@ -54,6 +54,9 @@ class ModelHandle:
         self._asked_at = -RECORDED_EVERY_S
         self._chosen: ModelName | None = None
         self._wanted = False  # a start was asked for before the choice
+        # A pass samples the folder to choose: a caller may wait for the choice (else a
+        # folder with no text yet would hold every search for its full wait).
+        self.sampling = False
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._decided = threading.Event()
@@ -121,7 +124,7 @@ class ModelHandle:
         """
         deadline = time.monotonic() + timeout
         self.start()
-        if self.waiting and not self._decided.wait(timeout):
+        if self.waiting and not (self.sampling and self._decided.wait(timeout)):
             return None
         self._ended.wait(max(0.0, deadline - time.monotonic()))
         return self._embedder

@@ -151,8 +151,8 @@ class ModelHandle:
         self._asked_at = now
         try:
             recorded = self._recorded()
-        except Exception:  # the choice waits for the first pass instead
-            logger.exception("the encoder the index recorded could not be read")
+        except Exception as e:  # the choice waits for the first pass instead
+            logger.warning("the encoder the index recorded could not be read: %s", e)
             return
         if recorded is not None:
             self.choose(recorded)

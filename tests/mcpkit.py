@@ -88,9 +88,11 @@ def run_client(
     """``fn(client)`` against a server for ``data`` (fake embedder), once it is idle;
     ``client_options`` go to the SDK's ``Client``. ``shared``: a session of the service,
     on an engine it would share with other sessions on the folder."""
-    config = make_settings(data, **settings)
+    # The fake stands in for an encoder named: with auto, a folder with no text yet
+    # would wait for its choice (the model "waiting"), never idle.
+    config = make_settings(data, **{"model": "minilm", **settings})
     indexes = Indexes(
-        lambda s, load: open_store(s, load), SharedModels(lambda s: FakeEmbedder()), 0
+        lambda s, load: open_store(s, load), SharedModels(lambda s, encoder: FakeEmbedder()), 0
     )
 
     async def main() -> Any:

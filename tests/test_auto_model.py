@@ -97,6 +97,13 @@ def test_a_handle_of_a_named_encoder_never_waits() -> None:
     assert model.get(30.0) is not None and model.chosen is None
 
 
+def test_a_store_resolves_auto_to_one_encoder_at_its_load() -> None:
+    loads = Loads()
+    model = ModelHandle(AutoLoad(loads).resolved(lambda: "e5-small"))
+    assert not model.waiting  # a Milvus store: the collection's encoder, else minilm
+    assert model.get(30.0) is not None and loads.encoders == ["e5-small"]
+
+
 # -- the sample --------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ from mcp import Client, StdioServerParameters
 from micro_rag_mcp.core.address import StoreConfig, parse_shard, parse_store_url
 from micro_rag_mcp.core.errors import ConfigError, NotIndexed, StoreMismatch
 from micro_rag_mcp.core.records import SkipGroup
+from micro_rag_mcp.core.settings import ModelName
 from micro_rag_mcp.local.answers.search import keyword_candidates, keyword_evidence
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
@@ -30,6 +31,8 @@ from micro_rag_mcp.milvus.keywords import KeywordStats
 from micro_rag_mcp.milvus.keywords import keyword_evidence as milvus_keyword_evidence
 from micro_rag_mcp.milvus.keywords import keyword_hits as milvus_keyword_hits
 from micro_rag_mcp.milvus.shards import in_shard
+from micro_rag_mcp.model.choice import AutoLoad
+from micro_rag_mcp.model.files import ENCODERS
 from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.plan import plan_query
@@ -880,3 +883,30 @@ def test_a_store_with_keywords_laid_out_otherwise_is_refused_not_mixed(
     with pytest.raises(StoreMismatch, match="another release"):
         store_engine(folder, config).search("fox")
     assert MilvusIndex(config).count_chunks() == 0
+
+
+# -- the encoder of --model auto -----------------------------------------------------------
+
+
+def test_auto_takes_the_encoder_the_collection_recorded_else_minilm(
+    milvus: MilvusServer, folder: Path
+) -> None:
+    loads: list[str] = []
+
+    def load(encoder: ModelName) -> FakeEmbedder:
+        loads.append(encoder)
+        return FakeEmbedder(model_id=f"{ENCODERS[encoder].model_name}@fake")
+
+    fresh = MilvusEngine(make_settings(folder), AutoLoad(load), milvus.config(), folder=folder)
+    fresh.load_model()
+    assert loads == ["minilm"]  # a store is shared by folders of any language
+    made_by_e5 = milvus.config()
+    e5 = FakeEmbedder(model_id=f"{ENCODERS['e5-small'].model_name}@fake")
+    writer = MilvusEngine(
+        make_settings(folder, model="e5-small"), lambda: e5, made_by_e5, folder=folder
+    )
+    writer.reindex()
+    reader = MilvusEngine(make_settings(folder), AutoLoad(load), made_by_e5, folder=folder)
+    reader.load_model()
+    assert loads == ["minilm", "e5-small"]
+    assert reader.search("clever fox").hits[0].score is not None  # the vectors are usable

@@ -54,6 +54,9 @@ class ModelHandle:
         self._asked_at = -RECORDED_EVERY_S
         self._chosen: ModelName | None = None
         self._wanted = False  # a start was asked for before the choice
+        # A pass samples the folder to choose: a caller may wait for the choice (else a
+        # folder with no text yet would hold every search for its full wait).
+        self.sampling = False
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._decided = threading.Event()
@@ -121,7 +124,7 @@ class ModelHandle:
         """
         deadline = time.monotonic() + timeout
         self.start()
-        if self.waiting and not self._decided.wait(timeout):
+        if self.waiting and not (self.sampling and self._decided.wait(timeout)):
             return None
         self._ended.wait(max(0.0, deadline - time.monotonic()))
         return self._embedder
@@ -148,8 +151,8 @@ class ModelHandle:
         self._asked_at = now
         try:
             recorded = self._recorded()
-        except Exception:  # the choice waits for the first pass instead
-            logger.exception("the encoder the index recorded could not be read")
+        except Exception as e:  # the choice waits for the first pass instead
+            logger.warning("the encoder the index recorded could not be read: %s", e)
             return
         if recorded is not None:
             self.choose(recorded)

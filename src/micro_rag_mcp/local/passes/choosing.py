@@ -9,11 +9,10 @@ stores no text at all chooses nothing: it reads only, and the next pass chooses.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
-from micro_rag_mcp.core.settings import ModelName
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.model.choice import PER_FILE, Sample
+from micro_rag_mcp.model.handle import ModelHandle
 
 logger = logging.getLogger(__name__)
 
@@ -23,34 +22,39 @@ ROWS = 256  # chunks read from the catalog at a time
 class Chooser:
     """Samples what a pass stores and chooses the encoder by it, once."""
 
-    def __init__(
-        self, catalog: Catalog, choose: Callable[[ModelName], object], sample: Sample | None = None
-    ) -> None:
+    def __init__(self, catalog: Catalog, model: ModelHandle, sample: Sample | None = None) -> None:
         self._catalog = catalog
-        self._choose = choose
+        self._model = model
         self._sample = sample or Sample()
         self._cursor = 0
-        self.chosen: ModelName | None = None
+        self.done = False
+        model.sampling = True  # a search may wait for the choice now
+
+    def close(self) -> None:
+        """The pass ends (or chose nothing): nobody waits for a choice any more."""
+        self._model.sampling = False
 
     def __call__(self, ended: bool) -> bool:
         """Sample what is stored now and choose if the sample can be judged; ``ended``:
         whether the pass has stored every file it reads. True when there is nothing to
         choose by (the pass stored no text): the pass goes on without a model."""
-        if self.chosen is not None:
+        if self.done:
             return False
         self._read()
         if not self._sample.ready(ended):
             return False
+        self.done = True
+        self.close()
         if not self._sample.chars:
             return True
-        self.chosen, share = self._sample.choice()
+        chosen, share = self._sample.choice()
         logger.info(
             "the folder's text is %.0f%% not English (%d characters of %d files sampled)",
             100 * share,
             self._sample.chars,
             len(self._sample.per_file),
         )
-        self._choose(self.chosen)
+        self._model.choose(chosen)
         return False
 
     def _read(self) -> None:

@@ -234,24 +234,29 @@ class Writer:
                 scope, force = None, False
             self._check_chunking(catalog)
             self._record_scope(catalog)
+            chooser = self._chooser(catalog)
             model = Model(
                 wait=self._model.get,
                 failed=lambda: self._model.state is ModelState.FAILED,
                 vectors_for=lambda embedder: vectors.for_writer(catalog, embedder),
-                choose=self._chooser(catalog),
+                choose=chooser,
             )
-            result = read_and_embed(
-                catalog,
-                self.settings,
-                model,
-                scope=scope,
-                force=force,
-                progress=report,
-                stop=self._stop,
-                save_every_s=self.save_every_s,
-                steps=self.steps,
-                live=lambda p: setattr(turn, "live", p),
-            )
+            try:
+                result = read_and_embed(
+                    catalog,
+                    self.settings,
+                    model,
+                    scope=scope,
+                    force=force,
+                    progress=report,
+                    stop=self._stop,
+                    save_every_s=self.save_every_s,
+                    steps=self.steps,
+                    live=lambda p: setattr(turn, "live", p),
+                )
+            finally:
+                if chooser is not None:
+                    chooser.close()
             stats = catalog.stats()
             if result.vectors is not None:
                 vectors.count(catalog, stats, result.vectors)
@@ -273,7 +278,7 @@ class Writer:
         if recorded:
             self._model.choose(recorded_model(recorded))
             return None
-        return Chooser(catalog, self._model.choose)
+        return Chooser(catalog, self._model)
 
     def _check_chunking(self, catalog: Catalog) -> None:
         if _record(catalog, "chunking", self.settings.chunking_id, "every file is re-chunked"):

@@ -3,8 +3,10 @@ what it makes of the answers, pinned on a store made of dictionaries."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import ast
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.search.fusion import SearchParams
@@ -170,3 +172,50 @@ def test_search_reads_the_fused_best_rows() -> None:
     found = search(PLAN, store, PARAMS, top_k=2, score_threshold=0.0)
     assert [h.chunk.id for h in found.hits] == [2, 1]
     assert found.hits[0].channels == ("vector", "keyword")
+
+
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "micro_rag_mcp"
+# What a store may take of the ranking's modules: the parameters and the pairs a long
+# CJK query searches whole files for. Every ranking step is gather's to call.
+STORE_MAY_TAKE = {
+    "micro_rag_mcp.search.fusion": {"SearchParams"},
+    "micro_rag_mcp.search.documents": {"document_terms"},
+    "micro_rag_mcp.search.duplicates": set(),
+}
+
+
+def ranking_imports(path: Path) -> Iterator[str]:
+    """Each name ``path`` imports from a ranking module that a store may not take."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module in STORE_MAY_TAKE:
+            allowed = STORE_MAY_TAKE[node.module]
+            yield from (f"{node.module}.{a.name}" for a in node.names if a.name not in allowed)
+        elif isinstance(node, ast.ImportFrom) and node.module == "micro_rag_mcp.search":
+            ranking = {m.rsplit(".", 1)[1] for m in STORE_MAY_TAKE}
+            yield from (f"micro_rag_mcp.search.{a.name}" for a in node.names if a.name in ranking)
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name in STORE_MAY_TAKE)
+
+
+def test_the_stores_rank_only_through_gather() -> None:
+    stores = [*PACKAGE.joinpath("local").rglob("*.py"), *PACKAGE.joinpath("milvus").rglob("*.py")]
+    assert len(stores) > 20
+    taken = {
+        f"{path.relative_to(PACKAGE)}: {name}" for path in stores for name in ranking_imports(path)
+    }
+    assert taken == set()
+
+
+def test_the_guard_sees_a_ranking_step_imported(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from micro_rag_mcp.search.fusion import SearchParams, fuse\n"
+        "from micro_rag_mcp.search import documents\n"
+        "import micro_rag_mcp.search.duplicates\n",
+        encoding="utf-8",
+    )
+    assert set(ranking_imports(module)) == {
+        "micro_rag_mcp.search.fusion.fuse",
+        "micro_rag_mcp.search.documents",
+        "micro_rag_mcp.search.duplicates",
+    }

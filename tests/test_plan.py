@@ -44,3 +44,9 @@ def test_a_channel_switched_off_is_not_planned() -> None:
     vector_only = plan_query("walrus herds", replace(SearchParams(), channels=("vector",)))
     assert not vector_only.keyword and not vector_only.words and vector_only.vector
     assert not plan_query("walrus", SearchParams(channels=("keyword",))).vector
+
+
+def test_a_multilingual_encoder_reads_a_query_in_cjk_whole() -> None:
+    assert plan_query("富士山の高さは", SearchParams()).read_share == 0.0
+    plan = plan_query("富士山の高さは", SearchParams(multilingual_encoder=True))
+    assert plan.read_share == 1.0 and plan.grams  # its pairs are still searched as words

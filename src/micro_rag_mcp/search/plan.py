@@ -58,7 +58,7 @@ def plan_query(query: str, params: SearchParams) -> QueryPlan:
         grams=grams,
         whole_files=whole,
         identifier=names_identifier(query),
-        read_share=read_share(query),
+        read_share=1.0 if params.multilingual_encoder else read_share(query),
         keyword=bool(words or grams),
         vector="vector" in params.channels,
     )

@@ -138,7 +138,9 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
 # Calibrated on the dev sets' own queries and other collections', in English, German and
 # Japanese (docs/benchmarks.md, "No good match in every language": bench.refusal).
 WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
-# multilingual-e5-small's cosines lie between about 0.7 and 0.95 for any two texts.
+# multilingual-e5-small's cosines lie between about 0.65 and 0.96 for any two texts: its
+# bound (XQuAD-R de and JaQuAD, each other's questions foreign: answered 0 %, foreign 97 %
+# and 100 % flagged; docs/benchmarks.md, "Ranking with e5-small").
 WEAK_COSINE_MULTILINGUAL = 0.81
 WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
 # A query mostly in CJK, by its pairs alone: a folder that holds almost none of their
@@ -151,11 +153,12 @@ WEAK_CJK_COVERAGE = 0.01
 def no_good_match(c: Candidates, weak_cosine: float = WEAK_COSINE) -> bool:
     """Whether nothing found is a good match: no passage holds the query's rare words (the
     best BM25 is under ``WEAK_COVERAGE`` of what the query's words weigh together) and
-    none is close in meaning (the best cosine is under ``WEAK_COSINE``). An absolute
+    none is close in meaning (the best cosine is under ``weak_cosine``: ``WEAK_COSINE``,
+    or ``WEAK_COSINE_MULTILINGUAL`` for e5's higher cosines). An absolute
     test, unlike ``relevance``, which is relative to the best. Without the vector channel
     (the model loading or unavailable) nothing is said: words alone flagged 23 % of
     Cranfield's answered questions. A query mostly in CJK, whose cosines cannot tell
-    (the encoder reads English), is judged by its words alone, against
+    (an encoder that reads English only), is judged by its words alone, against
     ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged.
     """
     best = c.keyword[0][1] if c.keyword else 0.0

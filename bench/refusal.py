@@ -29,7 +29,7 @@ from bench.retrieval import load_dataset, prepare
 from bench.tune import CachedQueries
 from micro_rag_mcp.core.settings import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from micro_rag_mcp.model.embedder import Embedder, load_embedder
-from micro_rag_mcp.model.files import ENCODER_NAMES
+from micro_rag_mcp.model.files import ENCODER_NAMES, reads_every_language
 from micro_rag_mcp.search.fusion import Candidates, SearchParams, fuse
 
 logger = logging.getLogger("bench")
@@ -46,11 +46,11 @@ class Signal:
     flagged: bool  # what the product says
 
 
-def signal(c: Candidates) -> Signal:
+def signal(c: Candidates, params: SearchParams) -> Signal:
     best = c.keyword[0][1] if c.keyword else 0.0
     coverage = best / c.keyword_idf if c.keyword_idf > 0 else 0.0
     cosine = max(c.cosine.values(), default=-1.0)
-    return Signal(cosine, coverage, c.read_share, fuse(c, SearchParams()).no_good_match)
+    return Signal(cosine, coverage, c.read_share, fuse(c, params).no_good_match)
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ def measure(
     foreign: dict[str, str],
     whose: str,
     limit: int,
+    params: SearchParams,
 ) -> SetSignals:
     name, data, work, suffix = spec
     dataset = load_dataset(data, "qrels.tsv", "queries.jsonl")
@@ -91,13 +92,13 @@ def measure(
     own = capture(ws.settings, embedder, queries)
     answered: list[Signal] = []
     for qid, c in own.items():
-        ranked = fuse(c, SearchParams()).ranked
+        ranked = fuse(c, params).ranked
         first = ws.doc_of_path.get(paths.get(ranked[0], "")) if ranked else None
         if first is not None and first in relevant(dataset.qrels[qid]):
-            answered.append(signal(c))
+            answered.append(signal(c, params))
     other = capture(ws.settings, embedder, foreign)
     logger.info("%s: %d answered of %d, %d foreign", name, len(answered), len(own), len(other))
-    return SetSignals(name, answered, [signal(c) for c in other.values()], whose)
+    return SetSignals(name, answered, [signal(c, params) for c in other.values()], whose)
 
 
 Flags = Callable[[Signal], bool] | None  # None: what the product said
@@ -151,11 +152,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, data, _, _ in specs
     }
     embedder = CachedQueries(load_embedder(encoder=args.model))
+    # the product's fusion and bound for this encoder, as the engine sets them
+    params = SearchParams(multilingual_encoder=reads_every_language(embedder.model_id))
     sets: list[SetSignals] = []
     for at, spec in enumerate(specs):
         whose = specs[(at + 1) % len(specs)][0]
         foreign = dict(list(questions[whose].items())[: args.foreign])
-        sets.append(measure(spec, embedder, foreign, whose, args.limit))
+        sets.append(measure(spec, embedder, foreign, whose, args.limit, params))
     grid = [
         Rule(c, k, j)
         for c, k, j in itertools.product(

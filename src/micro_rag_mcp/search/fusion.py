@@ -4,7 +4,8 @@ The relevance of a candidate is ``s * V + (1 - s) * K``:
 
 * ``V``, its vector score: the passage's cosine to the query plus ``head_weight`` times
   the cosine of its file's first chunk (the file's opening names what the whole file is
-  about), shifted by 1 and divided by the best candidate's;
+  about), shifted by 1 and divided by the best candidate's; with a multilingual encoder,
+  placed between the lowest candidate's and the best's (``convex``'s ``spread``);
 * ``K``, its BM25 score divided by the best keyword match's;
 * ``s``, the vector channel's share, ``vector_share`` (0.7), scaled down while keyword
   matches lack vectors and for a query in CJK or naming a code like ``ERR-4471``
@@ -71,6 +72,10 @@ class SearchParams:
     stopwords: frozenset[str] = STOPWORDS
     max_term_repeats: int = MAX_TERM_REPEATS  # a paragraph's word counted up to this often
     whole_files: bool = True  # a long CJK query is also matched against whole files
+    # The encoder reads every language (set by the engine from the loaded model): a query
+    # in CJK is read by meaning too, the vector scores are spread (``convex``), and "no
+    # good match" weighs its cosines on their own scale.
+    multilingual_encoder: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,16 +121,27 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
     channels = int(c.vector_ran) + int(c.keyword_ran)
     prose = prose_share(c) if params.judge_code else 1.0
     k_share = (1.0 - params.vector_share * vector_weight(c)) * prose
-    fused = convex(vector_scores, dict(c.keyword), vector_share=1.0 - k_share, channels=channels)
+    fused = convex(
+        vector_scores,
+        dict(c.keyword),
+        vector_share=1.0 - k_share,
+        channels=channels,
+        spread=params.multilingual_encoder,
+    )
     # Equal relevance (a query in CJK: every passage only the vector channel found) is
     # broken by the cosine.
     ranked = sorted(fused, key=lambda cid: (-fused[cid], -c.cosine.get(cid, -2.0), cid))
-    return Ranking(ranked, fused, c.cosine, found_by, no_good_match(c))
+    weak = WEAK_COSINE_MULTILINGUAL if params.multilingual_encoder else WEAK_COSINE
+    return Ranking(ranked, fused, c.cosine, found_by, no_good_match(c, weak))
 
 
 # Calibrated on the dev sets' own queries and other collections', in English, German and
 # Japanese (docs/benchmarks.md, "No good match in every language": bench.refusal).
 WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
+# multilingual-e5-small's cosines lie between about 0.65 and 0.96 for any two texts: its
+# bound (XQuAD-R de and JaQuAD, each other's questions foreign: answered 0 %, foreign 97 %
+# and 100 % flagged; docs/benchmarks.md, "Ranking with e5-small").
+WEAK_COSINE_MULTILINGUAL = 0.81
 WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
 # A query mostly in CJK, by its pairs alone: a folder that holds almost none of their
 # weight. An English folder holds none of a Japanese question's; LeCaRD's answered case
@@ -134,14 +150,15 @@ WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: 
 WEAK_CJK_COVERAGE = 0.01
 
 
-def no_good_match(c: Candidates) -> bool:
+def no_good_match(c: Candidates, weak_cosine: float = WEAK_COSINE) -> bool:
     """Whether nothing found is a good match: no passage holds the query's rare words (the
     best BM25 is under ``WEAK_COVERAGE`` of what the query's words weigh together) and
-    none is close in meaning (the best cosine is under ``WEAK_COSINE``). An absolute
+    none is close in meaning (the best cosine is under ``weak_cosine``: ``WEAK_COSINE``,
+    or ``WEAK_COSINE_MULTILINGUAL`` for e5's higher cosines). An absolute
     test, unlike ``relevance``, which is relative to the best. Without the vector channel
     (the model loading or unavailable) nothing is said: words alone flagged 23 % of
     Cranfield's answered questions. A query mostly in CJK, whose cosines cannot tell
-    (the encoder reads English), is judged by its words alone, against
+    (an encoder that reads English only), is judged by its words alone, against
     ``WEAK_CJK_COVERAGE``: a Japanese question over an English folder was never flagged;
     so is a query mostly of a code (``ERR-4471``). The query's weight counts the words
     no passage holds only when they outweigh the held ones (``terms.query_weight``).
@@ -150,7 +167,7 @@ def no_good_match(c: Candidates) -> bool:
     coverage = best / c.keyword_idf if c.keyword_idf > 0 else 0.0
     if c.read_share < 0.5:
         return c.keyword_ran and coverage < WEAK_CJK_COVERAGE
-    if not c.vector_ran or max(c.cosine.values(), default=-1.0) >= WEAK_COSINE:
+    if not c.vector_ran or max(c.cosine.values(), default=-1.0) >= weak_cosine:
         return False
     return coverage < WEAK_COVERAGE
 
@@ -216,6 +233,7 @@ def convex(
     *,
     vector_share: float,
     channels: int = 2,
+    spread: bool = False,
 ) -> dict[int, float]:
     """Fused relevance in [0, 1] of every candidate of either channel, with fixed shares.
 
@@ -223,14 +241,25 @@ def convex(
     a bonus), ``keyword`` to its BM25 score (positive). Each is normalized by the best of
     its channel; a candidate absent from a channel gets 0 there. With ``channels == 1``
     only one channel ran and it gets the whole weight.
+
+    ``spread``: the vector score runs from the lowest candidate's (0) to the best's (1),
+    not from -1. multilingual-e5-small gives any two texts a cosine of about 0.7 to 0.95:
+    shifted by 1, its candidates' scores all lie within a few hundredths of the best, and
+    the keyword channel ranks alone whatever its share (XQuAD-R de, 300 questions, e5:
+    vector channel 0.875 nDCG@10, keyword 0.756, fused 0.787 so, 0.872 spread). MiniLM's
+    cosines are not bunched, and spreading them gives a German question's cosines, which
+    it does not read, a say they lack (0.785 to 0.742): MiniLM keeps the shift by 1.
     """
     v_share = vector_share if channels == 2 else (1.0 if vector else 0.0)
     k_share = 1.0 - v_share
-    v_best = max(vector.values(), default=0.0) + 1.0
+    low = min(vector.values(), default=0.0) if spread else -1.0
+    v_span = max(vector.values(), default=0.0) - low
     k_best = max(keyword.values(), default=0.0)
     fused: dict[int, float] = {}
     for cid in vector.keys() | keyword.keys():
-        v = (vector[cid] + 1.0) / v_best if cid in vector and v_best > 0 else 0.0
+        v = 0.0
+        if cid in vector:
+            v = (vector[cid] - low) / v_span if v_span > 0 else 0.0
         k = keyword[cid] / k_best if cid in keyword and k_best > 0 else 0.0
         fused[cid] = v_share * v + k_share * k
     return fused

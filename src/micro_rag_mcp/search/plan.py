@@ -70,7 +70,8 @@ def plan_query(query: str, params: SearchParams) -> QueryPlan:
         grams=grams,
         whole_files=whole,
         identifier=names_identifier(query),
-        read_share=read_share(query) * (1.0 - code_share(query)) ** 2,
+        read_share=(1.0 if params.multilingual_encoder else read_share(query))
+        * (1.0 - code_share(query)) ** 2,
         keyword=bool(words or grams),
         vector="vector" in params.channels,
     )

@@ -3,7 +3,10 @@ when damaged, and the very bytes the graph builder makes from the pinned weights
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +90,14 @@ def test_weights_that_fail_their_checksum_are_refused(tmp_path: Path) -> None:
     damaged.write_bytes(bytes(weights))
     with pytest.raises(ModelUnavailable, match="sha256"):
         load_embedder(threads=1, weights_file=damaged)
+
+
+@pytest.mark.slow
+def test_loading_and_running_each_precision_imports_neither_onnx_nor_tokenizers() -> None:
+    code = (
+        "import sys; from micro_rag_mcp.model.embedder import load_embedder\n"
+        "for q in (False, True): load_embedder(threads=1, quantize=q).embed_query('a bee')\n"
+        "assert not {'onnx', 'tokenizers'} & set(sys.modules), sys.modules.keys()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)

@@ -72,6 +72,7 @@ class Catalog:
                         f"integrity check failed: {row[0] if row else 'no answer'}"
                     )
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new catalog's only
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # so is this (merge_pairs)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
             conn.executescript(SCHEMA)
@@ -163,6 +164,14 @@ class Catalog:
             yield self._conn
         finally:
             self._conn.execute("COMMIT")
+
+    def merge_pairs(self) -> None:
+        """Merge the CJK pairs' b-trees (``grams.merge_pairs``) and give the pages they
+        freed back to the file system."""
+        with self.transaction() as conn:
+            grams.merge_pairs(conn)
+        # As a script: a statement the module runs steps once, freeing one page.
+        self._conn.executescript("PRAGMA incremental_vacuum;")
 
     def get_meta(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -87,3 +87,12 @@ def chunk_rows(conn: sqlite3.Connection, file_id: int) -> list[tuple[Any, ...]]:
         (file_id,),
     )
     return [(cid, title, unpack(text), start, end) for cid, title, text, start, end in rows]
+
+
+def merge_pairs(conn: sqlite3.Connection) -> None:
+    """Merge each table of pairs into one b-tree, in the caller's transaction. A file
+    stored is a b-tree of its own, merged with others a few at a time; until all are
+    one, a pair is listed once in each (JaQuAD's paragraphs: 3.9x the text, 3.4x
+    merged). A pass that rewrote much of the folder calls it (``passes.writer``)."""
+    for table in ("chunks_cjk", "files_cjk"):
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

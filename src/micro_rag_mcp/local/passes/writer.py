@@ -55,6 +55,9 @@ class PassKind(StrEnum):
 
 
 POLL_S = 0.25  # how often a waiting caller looks for a stop and for news of the running pass
+# A pass that added, changed or removed at least 1/MERGE_SHARE of the folder's files merges
+# the CJK pairs' b-trees (``Catalog.merge_pairs``): a smaller one leaves it to FTS5.
+MERGE_SHARE = 4
 
 
 @dataclass(slots=True)
@@ -258,6 +261,9 @@ class Writer:
                 if chooser is not None:
                     chooser.close()
             stats = catalog.stats()
+            changed = result.counts.added + result.counts.updated + result.counts.removed
+            if changed and changed * MERGE_SHARE >= stats.files_indexed:
+                catalog.merge_pairs()  # a first index, a rebuild, much of the folder anew
             if result.vectors is not None:
                 vectors.count(catalog, stats, result.vectors)
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]

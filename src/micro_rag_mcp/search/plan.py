@@ -35,8 +35,9 @@ class QueryPlan:
     nor a code (``terms.code_share``; the rest, squared): ``ERR-4471`` is searched by its
     words alone, and ``how to fix ERR-4471`` mostly. Around a code, the query's words
     tell the sections of a runbook apart no better than the code does: with the rest
-    taken once (a vector share of 0.37) ERR-4470's section came first for ``how to fix
-    ERR-4471``, squared (0.15) the section it heads (tests/test_headings.py).
+    taken once (a vector share of 0.35), ERR-4470's section tied the one ERR-4471 heads
+    for ``What is the fix for ERR-4471?``; squared (0.17), that section led by 0.04
+    (tests/test_headings.py, docs/benchmarks.md).
     """
 
     text: str

@@ -51,8 +51,8 @@ QUESTIONS = {
     "When do cherry trees bloom in Tokyo?": "sakura.md",
     "How is pork bone broth for noodles made?": "ramen.md",
 }
-# The reverse, by the vector channel: the fused ranking still gives a German question's
-# common words (die, den) and a Japanese question's characters the lead over meaning.
+# The reverse, by the vector channel and through the fused ranking (with e5 a Japanese
+# question keeps the vector channel's share and the bunched cosines are spread).
 # e5-small leans to notes in the question's own language: "Wie füttert man einen
 # Sauerteig?" and "Wo blühen die Kirschbäume in Tokio?" find the German bee note first.
 REVERSE = {
@@ -79,11 +79,11 @@ def test_a_question_finds_the_note_written_in_another_language(tmp_path: Path) -
     async def main() -> None:
         async with Client(params) as client:
             await wait_complete(client, timeout=300.0)
-            for question in QUESTIONS:
+            for question in {**QUESTIONS, **REVERSE}:
                 found[question] = await _top(client, question)
 
     anyio.run(main)
-    assert found == QUESTIONS
+    assert found == {**QUESTIONS, **REVERSE}
 
 
 @pytest.mark.slow

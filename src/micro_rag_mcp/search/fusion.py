@@ -140,7 +140,8 @@ def fuse(c: Candidates, params: SearchParams) -> Ranking:
 WEAK_COSINE = 0.40  # a best cosine below this is no meaning match
 # multilingual-e5-small's cosines lie between about 0.65 and 0.96 for any two texts: its
 # bound (XQuAD-R de and JaQuAD, each other's questions foreign: answered 0 %, foreign 97 %
-# and 100 % flagged; docs/benchmarks.md, "Ranking with e5-small").
+# and 100 % flagged; docs/benchmarks.md, "Ranking with e5-small"). A right answer in
+# another language than the question scores lower (0.76 to 0.81) and is flagged too.
 WEAK_COSINE_MULTILINGUAL = 0.81
 WEAK_COVERAGE = 0.60  # a best BM25 below this share of the query's summed idf: no word match
 # A query mostly in CJK, by its pairs alone: a folder that holds almost none of their

@@ -1,7 +1,7 @@
 """What the Milvus store's rows hold, and how the catalog's records become them and back.
 
-Shared by the connection (``milvus_store``), the writer (``milvus_sync``) and search
-(``milvus_search``): one place says which fields a chunk and a file row carry, how a
+Shared by the connection (``collections``), the writer (``sync``) and search
+(``channels``): one place says which fields a chunk and a file row carry, how a
 missing line or page is stored, and how text is clipped to Milvus's limits.
 """
 

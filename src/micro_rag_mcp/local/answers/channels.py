@@ -1,8 +1,9 @@
 """The embedded store's channels (``gather.Channels``): FTS5 for words, CJK pairs and
 whole files, FAISS for vectors, the catalog for heads, code and rows.
 
-``VectorSide`` is the vector channel's part of a search, made in another thread while
-the keyword channel runs (``searcher``): the query's vector and its hits. While vectors
+``VectorSide`` is the vector channel's part of a search: the query's vector and its hits
+(made in another thread while the keyword channel runs when ``searcher`` searches, first
+when ``hybrid_search`` does). While vectors
 are being made, a passage without one is embedded with the query when ``gather`` asks
 (``embed``, the model's); any other chunk with no vector yet carries no score.
 """

@@ -45,8 +45,7 @@ from micro_rag_mcp.local.vectors.graph import APPROXIMATE_FROM
 from micro_rag_mcp.local.vectors.store import WriteFile
 from micro_rag_mcp.local.watch.watcher import OFF, Watcher
 from micro_rag_mcp.model.choice import Loader
-from micro_rag_mcp.model.files import reads_every_language
-from micro_rag_mcp.model.handle import ModelHandle, recorded_model
+from micro_rag_mcp.model.handle import ModelHandle, reads_all_languages, recorded_model
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS
 from micro_rag_mcp.search.scope import SearchScope
@@ -128,8 +127,7 @@ class Engine:
     def search_params(self) -> SearchParams:
         """What a search runs with now: ``params``, told whether the loaded encoder reads
         every language (a query in CJK is then read by meaning too)."""
-        embedder = self._model.get(0.0)
-        multilingual = embedder is not None and reads_every_language(embedder.model_id)
+        multilingual = reads_all_languages(self._model.get(0.0))
         return replace(self.params, multilingual_encoder=multilingual)
 
     def load_model(self, timeout: float = 300.0) -> None:

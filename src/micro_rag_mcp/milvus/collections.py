@@ -157,6 +157,10 @@ class MilvusCollections:
         raw = props.get(IDENTITY_KEY)
         return dict(json.loads(raw)) if raw else {}
 
+    def vector_space(self) -> str:
+        """The vector space the collection's vectors were made in ("" for none yet)."""
+        return (self.identity() or {}).get("vector_space", "")
+
     def create(self, dimension: int, identity: dict[str, str]) -> None:
         """Make the collections, recording ``identity`` (those that exist are kept)."""
         from pymilvus import DataType

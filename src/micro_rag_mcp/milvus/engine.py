@@ -2,9 +2,8 @@
 
 Unlike ``engine.Engine``, this facade keeps nothing on local disk, runs no start-up pass
 and watches no folder: workers (``micro-rag index --store``) keep the store in line, and
-any number of servers search it. A server given a data folder also indexes it on a
-``reindex`` call. What a search finds is fused by ``search.fuse``, the embedded store's
-own code, from Milvus's dense and BM25 candidates.
+any number of servers search it (one given a data folder also indexes it on ``reindex``).
+A search is gathered and fused by ``search.gather``, as the embedded store's is.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from micro_rag_mcp.core.results import (
     index_state,
     state_notices,
 )
-from micro_rag_mcp.core.settings import ModelName, Settings
+from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.core.shown import shown
 from micro_rag_mcp.ingest.scanner import PathGlob
 from micro_rag_mcp.ingest.skipped import MemoryMeta, recorded
@@ -56,8 +55,12 @@ from micro_rag_mcp.milvus.text import StoreText
 from micro_rag_mcp.milvus.whole_files import FileStats
 from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import Embedder
-from micro_rag_mcp.model.files import reads_every_language
-from micro_rag_mcp.model.handle import ModelHandle, recorded_model, vector_space
+from micro_rag_mcp.model.handle import (
+    ModelHandle,
+    reads_all_languages,
+    recorded_model,
+    vector_space,
+)
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.reading import DEFAULT_MAX_CHARS, read_indexed
 from micro_rag_mcp.search.scope import SearchScope
@@ -114,8 +117,9 @@ class MilvusEngine:
         self.index = MilvusIndex(config)
         self.keyword_stats = KeywordStats()  # the keyword channel's word counts
         self.file_stats = FileStats()  # and its whole files' (long CJK queries)
-        if isinstance(load_embedder, AutoLoad):  # auto: what the collection recorded
-            load_embedder = load_embedder.resolved(self._recorded_encoder)
+        if isinstance(load_embedder, AutoLoad):  # auto: what the collection recorded, else
+            spaces = self.index.collections.vector_space  # MiniLM: any folder may add to it
+            load_embedder = load_embedder.resolved(lambda: recorded_model(spaces()))
         self._model = ModelHandle(load_embedder)
         self._stop = threading.Event()
         self._busy = threading.Lock()
@@ -154,12 +158,6 @@ class MilvusEngine:
             "keywords": KEYWORDS_ID,
             "version": STORE_VERSION,
         }
-
-    def _recorded_encoder(self) -> ModelName:
-        """The encoder the collection's vectors were made with; MiniLM for a new one
-        (``--model auto`` on a store: a store is shared by folders of any language)."""
-        identity = self.index.collections.identity() or {}
-        return recorded_model(identity.get("vector_space", ""))
 
     # -- reindex ---------------------------------------------------------------------
 
@@ -274,11 +272,7 @@ class MilvusEngine:
                 query_vector,
                 top_k=top_k,
                 score_threshold=score_threshold,
-                params=replace(
-                    self.params,
-                    multilingual_encoder=embedder is not None
-                    and reads_every_language(embedder.model_id),
-                ),
+                params=replace(self.params, multilingual_encoder=reads_all_languages(embedder)),
             )
             state = self._state()
         except StoreUnavailable as e:

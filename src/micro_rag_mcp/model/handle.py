@@ -20,7 +20,7 @@ from micro_rag_mcp.core.results import ModelState
 from micro_rag_mcp.core.settings import ModelName, Precision, Settings
 from micro_rag_mcp.model.choice import AutoLoad, Loader
 from micro_rag_mcp.model.embedder import INT8_SUFFIX, Embedder
-from micro_rag_mcp.model.files import E5_SMALL, Encoder, installed
+from micro_rag_mcp.model.files import E5_SMALL, Encoder, installed, reads_every_language
 from micro_rag_mcp.text.vector_text import VECTOR_RECIPE
 
 logger = logging.getLogger(__name__)
@@ -249,3 +249,8 @@ def load_model(settings: Settings, encoder: ModelName) -> Embedder:
         encoder=available_model(encoder),
         quantize=settings.model_precision == "int8",
     )
+
+
+def reads_all_languages(embedder: Embedder | None) -> bool:
+    """Whether ``embedder`` (None: none loaded yet) reads every language by meaning."""
+    return embedder is not None and reads_every_language(embedder.model_id)

@@ -53,8 +53,10 @@ async def wait_for_index(
 
 
 def idle(index: dict[str, Any]) -> bool:
-    """No pass runs and the model is ready."""
-    return not index["indexing"] and index["model"] == "ready"
+    """No pass runs and the model is ready (or, for an empty folder, still waits for
+    text to choose its encoder by: ``--model auto``)."""
+    empty = index["model"] == "waiting" and index["chunks_total"] == 0
+    return not index["indexing"] and (index["model"] == "ready" or empty)
 
 
 def complete(index: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import micro_rag_mcp.local.catalog.grams as grams
+from micro_rag_mcp.core.diskspace import is_disk_full
 from micro_rag_mcp.core.errors import IndexWriteError
 from micro_rag_mcp.core.records import FileRecord, StoredChunk
 from micro_rag_mcp.local.catalog.chunks import ChunkReads
@@ -91,6 +92,8 @@ class Catalog:
             conn.close()
             if is_damage(e):
                 raise CatalogCorrupt(str(e)) from e
+            if is_disk_full(e, path.parent):  # said as a pass's writes say it
+                raise IndexWriteError(f"cannot write the index in {path.parent}: {e}") from e
             raise IndexWriteError(f"cannot open the catalog {path}: {e}") from e
 
     @classmethod

@@ -124,7 +124,11 @@ def _cpu_s() -> float:
 
 
 def run_ways(
-    settings: Settings, index: Path, ways: dict[str, Variant], rounds: int = 2
+    settings: Settings,
+    index: Path,
+    ways: dict[str, Variant],
+    rounds: int = 2,
+    encoder: str = "minilm",
 ) -> dict[str, object]:
     """``rounds`` rounds of a whole first index each way and of the encoder alone on its
     chunks (after every second pass), alternating: machine load hits all alike.
@@ -137,7 +141,7 @@ def run_ways(
     from micro_rag_mcp.local.engine import Engine
     from micro_rag_mcp.model.embedder import load_embedder
 
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)))
+    embedder = load_embedder(threads=len(os.sched_getaffinity(0)), encoder=encoder)  # type: ignore[arg-type]
     passes: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
     encoder: list[dict[str, float]] = []
     difference: dict[str, float] = {}

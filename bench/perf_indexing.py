@@ -82,6 +82,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="rounds of the encoder alone vs. a first index, the best of each kept",
     )
     g.add_argument(
+        "--indexing-model",
+        default="minilm",
+        choices=("minilm", "e5-small"),
+        help="the encoder of the pass (encoder alone vs. a first index)",
+    )
+    g.add_argument(
         "--indexing-memory-big",
         action="store_true",
         help="also the peak RSS of a keyword-only first index of the --indexing-big folder "
@@ -123,7 +129,12 @@ def run(args: argparse.Namespace) -> list[Row]:
         for name, folder in (("realdocs", args.realdocs), ("sec10q_dev", args.sec10q)):
             if folder is not None:
                 rows += encoder_vs_pass(
-                    name, folder, work, args.indexing_levers, args.indexing_rounds
+                    name,
+                    folder,
+                    work,
+                    args.indexing_levers,
+                    args.indexing_rounds,
+                    args.indexing_model,
                 )
                 if args.indexing_profile:
                     rows += stage_profile(name, folder, work)
@@ -181,9 +192,12 @@ def stage_profile(name: str, folder: Path, work: Path) -> list[Row]:
     return profile_rows(name, json.loads(_child("profile", folder, work / f"profile-{name}")))
 
 
-def encoder_vs_pass(name: str, folder: Path, work: Path, keys: str, rounds: int) -> list[Row]:
-    out = json.loads(_child("encoder-vs-pass", folder, work / f"pass-{name}", keys, str(rounds)))
-    return pass_rows(name, out)
+def encoder_vs_pass(
+    name: str, folder: Path, work: Path, keys: str, rounds: int, model: str = "minilm"
+) -> list[Row]:
+    index = work / f"pass-{name}-{model}"
+    out = json.loads(_child("encoder-vs-pass", folder, index, keys, str(rounds), model))
+    return pass_rows(name if model == "minilm" else f"{name}, {model}", out)
 
 
 # -- the server over stdio ---------------------------------------------------------------
@@ -337,7 +351,9 @@ def _main(what: str, folder: Path, index: Path, *extra: str) -> dict[str, object
     settings = Settings(data_folder=folder, index_folder=index, watch="off")
     if what == "encoder-vs-pass":
         keys, rounds = [k for k in extra[0].split(",") if k], int(extra[1])
-        return run_ways(settings, index, variants(keys), rounds)
+        model = extra[2] if len(extra) > 2 else "minilm"
+        settings = Settings(data_folder=folder, index_folder=index, watch="off", model=model)  # type: ignore[arg-type]
+        return run_ways(settings, index, variants(keys), rounds, encoder=model)
     if what == "build":
         engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))
         engine.load_model()

@@ -44,7 +44,10 @@ INT8_SUFFIX = "+int8"  # in the model id of the quantized encoder (handle.record
 # alone named onnxruntime's requantization of them: other vectors, so another space.
 INT8_MODEL_SUFFIX = INT8_SUFFIX + "/w8"
 DIMENSION = 384
-DEFAULT_BATCH_SIZE = 32
+# MiniLM: a run of 32 texts of 256 tokens peaked at 682 MB, of 8 at 291 MB, at the same
+# CPU per text (6.47 against 6.48 s for 64 texts, one process each, two rounds); a first
+# index of 2,000 notes peaked at 797 MB in the service with 32.
+DEFAULT_BATCH_SIZE = 8
 # e5 reads up to 512 tokens: a batch of 32 such holds 32 x 12 x 512 x 512 attention
 # scores (400 MB a tensor) and peaked at 1.8 GB; 8 at 737 MB; 4 at 389 MB (the load's own
 # peak), embedding as many passages per CPU-second (5.7 against 5.5).
@@ -150,8 +153,8 @@ class OnnxEmbedder:
     def release_memory(self) -> None:
         """Give back the working memory of the largest batch so far; for when it is idle.
 
-        onnxruntime's arena keeps what its largest run needed (a 32 x 256-token batch:
-        about 250 MB) for the next run: ``shrink_arena`` frees it, then the C heap
+        onnxruntime's arena keeps what its largest run needed (MiniLM's 8 x 256-token
+        batch: about 100 MB) for the next run: ``shrink_arena`` frees it, then the C heap
         returns the pages to the system.
         """
         self.shrink_arena()
@@ -244,7 +247,7 @@ def load_embedder(
 ) -> OnnxEmbedder:
     """Load ``encoder``'s pinned weights (about 1 s for MiniLM); raise ``ModelUnavailable``.
 
-    ``batch_size``: texts a run takes (None: 32 for MiniLM, 4 for e5).
+    ``batch_size``: texts a run takes (None: 8 for MiniLM, 4 for e5).
     ``threads`` sets onnxruntime's intra-op threads (None: one per core).
     ``weights_file`` skips the package lookup but is still checksum-verified.
     ``quantize`` (MiniLM only) runs its products on the int8 weights as shipped: faster,

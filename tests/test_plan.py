@@ -77,3 +77,10 @@ def test_a_multilingual_encoder_reads_a_query_in_cjk_whole() -> None:
     assert plan_query("富士山の高さは", SearchParams()).read_share == 0.0
     plan = plan_query("富士山の高さは", SearchParams(multilingual_encoder=True))
     assert plan.read_share == 1.0 and plan.grams  # its pairs are still searched as words
+
+
+def test_a_long_cjk_query_is_left_to_its_pairs_even_with_a_multilingual_encoder() -> None:
+    case = "被告人张某于二零一九年三月在某市某区盗窃他人财物价值人民币五千元后被公安机关抓获归案"
+    plan = plan_query(case, SearchParams(multilingual_encoder=True))
+    assert plan.whole_files  # a case description: matched against whole files
+    assert plan.read_share == 0.0  # LeCaRD: its vectors' share cost 3.2 points

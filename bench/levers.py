@@ -22,7 +22,9 @@ each channel alone and with other vector shares. Printed (markdown):
 
 ``--shape`` names the shape (``bench.shapes``) the work folders were built in, the same
 for every set. Query vectors are computed once and reused by every variant. ``--limit``
-keeps the first N queries of a large set (say so beside its figures).
+keeps the first N queries of a large set (say so beside its figures). ``--no-model``
+searches sets indexed with ``bench.retrieval --no-model`` (every vector alike): only the
+keyword channel's figures, and a lever's, mean anything there.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from bench.metrics import evaluate, relevant
 from bench.retrieval import (
     CHANNELS,
     Dataset,
+    NoModel,
     Workspace,
     first_queries,
     load_dataset,
@@ -261,6 +264,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="another field's questions (a dataset folder) for every set",
     )
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="search indexes bench.retrieval --no-model built (the keyword channel's figures)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
@@ -276,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not ws.reused:
             raise SystemExit(f"{work}: no index; build it first with bench.retrieval")
         sets.append(Collection(name, dataset, ws))
-    embedder = CachedQueries(load_embedder())
+    embedder = CachedQueries(NoModel() if args.no_model else load_embedder())
     foreign = (
         load_dataset(args.foreign_from, "qrels.tsv", "queries.jsonl") if args.foreign_from else None
     )

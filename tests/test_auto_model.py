@@ -248,6 +248,7 @@ def served() -> Iterator[Served]:
     made.indexes.stop_all()
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_the_service_shares_a_chosen_encoder_only_with_folders_of_that_encoder(
     tmp_path: Path, served: Served
 ) -> None:

@@ -8,6 +8,8 @@ import random
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from micro_rag_mcp.local.catalog import Catalog
 from micro_rag_mcp.local.catalog.words import indexed
 from micro_rag_mcp.local.engine import Engine
@@ -51,6 +53,7 @@ def term_counts(index: Path) -> dict[str, dict[str, tuple[int, int]]]:
     return found
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_a_cjk_folders_catalog_is_a_few_times_its_text(engine: Engine, data: Path) -> None:
     rng = random.Random(7)
     for n in range(60):
@@ -65,6 +68,7 @@ def test_a_cjk_folders_catalog_is_a_few_times_its_text(engine: Engine, data: Pat
     assert free == 0  # the first index merged the pairs and gave the pages back
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_changed_and_deleted_files_leave_no_pairs_behind(
     engine: Engine, data: Path, tmp_path: Path
 ) -> None:

@@ -115,6 +115,7 @@ def test_search_with_arbitrary_arguments(
 
 @SLOW
 @given(glob=globs, force=st.one_of(st.booleans(), st.text(max_size=3), st.integers()))
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_reindex_with_arbitrary_arguments(client: Any, folder: Path, glob: str, force: Any) -> None:
     result = call(client, "reindex", {"path_glob": glob, "force": force})
     assert_answer_or_clear_error(result, folder)

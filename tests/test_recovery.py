@@ -148,6 +148,7 @@ else:
 """
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_full_disk_during_reindex_is_a_clear_error_and_the_index_still_opens(
     indexed: Path,
 ) -> None:

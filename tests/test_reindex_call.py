@@ -174,6 +174,7 @@ def test_a_call_with_other_arguments_is_queued_behind_the_running_pass(data: Pat
     assert embedder.embedded == 2 * 5  # the start-up pass and the forced one
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_a_call_that_times_out_does_not_stop_its_pass(data: Path) -> None:
     write_notes(data)
     embedder = GatedEmbedder()

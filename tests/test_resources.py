@@ -259,6 +259,7 @@ def _updates(heard: list[Any]) -> list[str]:
     return [m.params.uri for m in heard if isinstance(m, ResourceUpdatedNotification)]
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_sessions_that_did_not_subscribe_to_a_file_hear_nothing_of_it(data: Path) -> None:
     """Three sessions of one run: one listens for comets.md; one of an earlier revision
     subscribes to nothing, and one listens for later.md only. Each of those two then hears

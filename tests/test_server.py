@@ -301,6 +301,7 @@ def test_reindex_right_after_start_waits_for_the_start_up_pass(data: Path) -> No
     assert out["files_unchanged"] == 5 and out["chunks_embedded"] == 0  # all done at start-up
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_reindex_while_another_process_holds_the_lock_waits_for_it(data: Path) -> None:
     (data / "a.md").write_text("# A\n\nAlpha.\n")
     holder = hold_lock(data / "index" / "index.lock")

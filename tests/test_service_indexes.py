@@ -73,6 +73,7 @@ def test_sessions_on_one_folder_share_one_engine(tmp_path: Path, recorded: Recor
     eventually(lambda: recorded.indexes.count == 0, "the last session took the engine with it")
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_folders_share_one_model_per_encoder_and_precision(
     tmp_path: Path, recorded: Recorded
 ) -> None:

@@ -110,6 +110,7 @@ def test_a_pass_over_part_of_the_folder_replaces_only_its_part() -> None:
     )
 
 
+@pytest.mark.slow  # over a second: kept out of the fast lane
 def test_an_entry_is_logged_by_the_first_pass_that_skips_it_only(
     data: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -63,7 +63,6 @@ LEVERS: dict[str, Callable[[SearchParams], SearchParams]] = {
     "title column weight": lambda p: replace(p, title_weight=0.0),
     "file opening in the vector score": lambda p: replace(p, head_weight=0.0),
     "stop words dropped": lambda p: replace(p, drop_stopwords=False),
-    "a paragraph's repeats (up to 4)": lambda p: replace(p, max_term_repeats=1),
     "code judged by meaning": lambda p: replace(p, judge_code=False),
     "long CJK queries against whole files": lambda p: replace(p, whole_files=False),
 }
@@ -71,7 +70,6 @@ CHOSEN_ON: dict[str, frozenset[str]] = {
     "title column weight": frozenset({"scifact"}),
     "file opening in the vector score": frozenset({"sec10q"}),
     "stop words dropped": frozenset({"scifact"}),
-    "a paragraph's repeats (up to 4)": frozenset({"cisi"}),
     "code judged by meaning": frozenset({"cosqa_py", "cosqa_txt"}),
     "long CJK queries against whole files": frozenset({"lecard"}),
 }

@@ -64,7 +64,7 @@ def test_the_readme_quality_table_is_the_current_one() -> None:
     # CISI's hybrid as last measured (the README once said 0.431 long after it changed)
     quality = section(README.read_text(encoding="utf-8"), "## Retrieval quality")
     cisi = next(row for _, rows in tables(quality) for row in rows if row[0].startswith("CISI"))
-    assert cisi[-1] == "0.4509"
+    assert cisi[-1] == "0.4303"
 
 
 def slug(heading: str) -> str:

@@ -9,15 +9,6 @@ import pytest
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.answers.keywords import keyword_hits
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.search.terms import (
-    LONG_QUERY_TERMS,
-    MAX_SEARCHED_TERMS,
-    MAX_TERM_REPEATS,
-    STOPWORDS,
-    query_terms,
-    repeated_terms,
-    within_budget,
-)
 
 
 def catalog_of(path: Path, texts: list[str]) -> Catalog:
@@ -79,45 +70,12 @@ def test_cjk_shares_are_counted_among_the_chunks_that_hold_cjk_text(
     assert catalog.terms.shares_among([], 4, 20)[1] == len(texts)
 
 
-PARAGRAPH = (
-    "We study how walrus herds move along the coast each season and which routes the "
-    "herds take when the sea ice breaks up early in spring, whether herds of walrus "
-    "return to the same haul-out beaches, and how counts of walrus from aerial surveys "
-    "compare with counts from the ground near the narwhal grounds."
-)
-
-
-def test_a_paragraph_weighs_a_word_by_how_often_it_holds_it() -> None:
-    terms = query_terms(PARAGRAPH, stopwords=STOPWORDS)
-    assert len(terms) >= LONG_QUERY_TERMS
-    weighted = repeated_terms(PARAGRAPH, terms)
-    assert weighted.count("walrus") == 3 and weighted.count("narwhal") == 1
-    assert weighted.count("herds") == 3 and set(weighted) == set(terms)
-    question = "How did walrus counts compare with walrus surveys?"
-    short = query_terms(question, stopwords=STOPWORDS)
-    assert repeated_terms(question, short) == short  # a question's frame is not its topic
-    many = " ".join(["walrus"] * 50 + [f"w{i}" for i in range(30)])
-    assert repeated_terms(many, query_terms(many)).count("walrus") == MAX_TERM_REPEATS
-
-
-def test_a_repeated_term_ranks_the_chunk_that_holds_it_first(tmp_path: Path) -> None:
+def test_a_term_given_twice_is_searched_and_weighed_once(tmp_path: Path) -> None:
     texts = [f"harbour log entry {i}" for i in range(20)]
     texts[5] = "a narwhal was seen near the harbour"
     texts[9] = "a walrus was seen near the harbour"
     catalog = catalog_of(tmp_path, texts)
-    once, _ = keyword_hits(catalog, ["narwhal", "walrus"], 5, (1.0, 1.0))
+    once, weight = keyword_hits(catalog, ["narwhal", "walrus"], 5, (1.0, 1.0))
     assert once[0][1] == pytest.approx(once[1][1])  # the two words weigh the same
-    twice, weight = keyword_hits(catalog, ["narwhal", "walrus", "walrus"], 5, (1.0, 1.0))
-    assert [cid for cid, _ in twice][:2] == [10, 6]  # walrus's chunk first
-    assert twice[0][1] == pytest.approx(2 * once[0][1], rel=0.01)
-    assert weight == pytest.approx(keyword_hits(catalog, ["narwhal", "walrus"], 5, (1, 1))[1])
-
-
-def test_repeats_stay_within_the_searched_words_budget() -> None:
-    distinct = [f"w{i}" for i in range(MAX_SEARCHED_TERMS - 2)]
-    searched = [t for t in distinct for _ in range(3)]
-    kept = within_budget(searched)
-    assert len(kept) == MAX_SEARCHED_TERMS
-    assert set(kept) == set(distinct)  # every word once, then the first repeats
-    assert kept.count("w0") == 3 and kept.count(distinct[-1]) == 1
-    assert within_budget(["a", "a", "b"]) == ["a", "a", "b"]
+    twice, weight_twice = keyword_hits(catalog, ["narwhal", "walrus", "walrus"], 5, (1.0, 1.0))
+    assert twice == once and weight_twice == pytest.approx(weight)

@@ -36,7 +36,7 @@ from micro_rag_mcp.model.files import ENCODERS
 from micro_rag_mcp.options import store_from_args
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.plan import plan_query
-from micro_rag_mcp.search.terms import query_terms, repeated_terms
+from micro_rag_mcp.search.terms import query_terms
 from micro_rag_mcp.serve.main import build_parser, settings_from_args
 from tests.fakes import FakeEmbedder
 from tests.milvuskit import MilvusServer, free_port, run_halting_worker, store_engine
@@ -233,26 +233,6 @@ def keyword_engines(data: Path, config: StoreConfig) -> Iterator[tuple[Engine, M
         store.stop()
 
 
-def test_a_paragraph_weighs_the_words_it_repeats_as_in_the_embedded_store(
-    milvus: MilvusServer, tmp_path: Path
-) -> None:
-    files = {f"log{i:02}.txt": f"Harbour log entry {i}: calm water.\n" for i in range(12)}
-    files["narwhal.txt"] = "A narwhal was seen near the harbour mouth.\n"
-    files["walrus.txt"] = "A walrus was seen near the harbour mouth.\n"
-    data = write_folder(tmp_path / "docs", files)
-    paragraph = (
-        "We study how narwhal herds move along the coast each season and which routes the "
-        "herds take when the sea ice breaks up early in spring, whether narwhal return to "
-        "the same beaches, and how counts of narwhal compare near the walrus grounds."
-    )  # said once each, the two files tie (and walrus.txt comes first)
-    with keyword_engines(data, milvus.config()) as (embedded, store):
-        ours, theirs = embedded.search(paragraph, 5, -1.0), store.search(paragraph, 5, -1.0)
-    assert [h.chunk.path for h in ours.hits][:2] == ["narwhal.txt", "walrus.txt"]
-    assert ours.hits[1].fused < 0.5
-    assert [h.chunk.path for h in theirs.hits] == [h.chunk.path for h in ours.hits]
-    assert [h.fused for h in theirs.hits] == pytest.approx([h.fused for h in ours.hits])
-
-
 Channels = Callable[[str], tuple[dict[str, float], list[tuple[str, float]]]]
 Weights = Callable[[str], tuple[float, float]]
 
@@ -291,7 +271,7 @@ def keyword_evidence_of(
 
             def weights(query: str) -> tuple[float, float]:
                 _, ours = keyword_evidence(catalog, plan_query(query, params), params)
-                terms = repeated_terms(query, query_terms(query))
+                terms = query_terms(query)
                 _, theirs = milvus_keyword_evidence(index, stats, terms, [], params.depth)
                 return ours, theirs
 

@@ -33,7 +33,7 @@ from typing import Generic, Protocol, TypeVar
 from micro_rag_mcp.milvus.cjk_words import is_gram_token
 from micro_rag_mcp.milvus.index import MilvusIndex
 from micro_rag_mcp.milvus.rows import BUCKETS, ChunkHit
-from micro_rag_mcp.search.terms import query_weight, searched_terms, within_budget
+from micro_rag_mcp.search.terms import query_weight, searched_terms
 from micro_rag_mcp.text.stemming import stem_words, words
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -187,8 +187,7 @@ def keyword_parts(
     kept = set(searched_terms(list(dict.fromkeys(p for p in phrases if p not in grams)), shares))
     kept |= set(searched_terms(list(dict.fromkeys(grams)), shares))
     pairs = set(grams)
-    # The words' repeats within the budget the embedded store keeps (``within_budget``).
-    asked = within_budget([p for p in phrases if p in kept and p not in pairs])
+    asked = [p for p in phrases if p in kept and p not in pairs]
     asked += [p for p in phrases if p in kept and p in pairs]
     # Searched apart too: a long CJK query's hundreds of pairs would otherwise choose the
     # pool, and a chunk that holds only its one Latin word would not be in it.

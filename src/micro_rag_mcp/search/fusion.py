@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from micro_rag_mcp.core.records import StoredChunk
 from micro_rag_mcp.core.results import Channel, Found, Hit
 from micro_rag_mcp.search.duplicates import Distinct
-from micro_rag_mcp.search.terms import MAX_TERM_REPEATS, STOPWORDS
+from micro_rag_mcp.search.terms import STOPWORDS
 
 # How many of the best keyword matches tell how much of them is code (prose_share): each
 # is read to see whether it reads as code, and a search has few milliseconds to spare.
@@ -70,7 +70,6 @@ class SearchParams:
     # +0.2 nDCG@10, and half the FTS5 time (an OR with "the" matches nearly every chunk).
     drop_stopwords: bool = True
     stopwords: frozenset[str] = STOPWORDS
-    max_term_repeats: int = MAX_TERM_REPEATS  # a paragraph's word counted up to this often
     whole_files: bool = True  # a long CJK query is also matched against whole files
     # The encoder reads every language (set by the engine from the loaded model): a query
     # in CJK is read by meaning too, the vector scores are spread (``convex``), and "no

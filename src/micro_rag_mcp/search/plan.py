@@ -1,7 +1,7 @@
 """A query analysed once: what each channel of either store searches for it.
 
 Both stores read the same ``QueryPlan`` (``plan_query``): the words the keyword channel
-searches (stop words dropped, a paragraph's repeats counted), the CJK pairs and whether
+searches (stop words dropped, each once), the CJK pairs and whether
 the query is long enough to be matched against whole files, whether it names an
 identifier of code, and how much of it the English-only encoder reads. A store only
 turns the plan into its own requests; nothing about the query is decided twice.
@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 
 from micro_rag_mcp.search.documents import is_long
 from micro_rag_mcp.search.fusion import SearchParams
-from micro_rag_mcp.search.terms import (
-    code_share,
-    names_identifier,
-    query_terms,
-    repeated_terms,
-)
+from micro_rag_mcp.search.terms import code_share, names_identifier, query_terms
 from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 
 
@@ -27,7 +22,7 @@ from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
 class QueryPlan:
     """What a search looks for (see the module docstring).
 
-    ``words`` are the keyword channel's words, a repeated one as often as it counts;
+    ``words`` are the keyword channel's words, each once;
     ``grams`` each CJK pair with how often the query holds it; ``whole_files``: the pairs
     are also matched against whole files (and the CJK runs are not searched as words).
     ``read_share``: how much of the query the encoder makes sense of, the vector
@@ -65,8 +60,7 @@ def plan_query(query: str, params: SearchParams) -> QueryPlan:
         whole = params.whole_files and is_long(grams)
         # A long CJK query's runs are matched by their pairs, in passages and whole
         # files; as words (a run is one FTS5 token) they only add exact repeats of a clause.
-        kept = [t for t in words if not has_cjk(t)] if whole else words
-        words = repeated_terms(query, kept, params.max_term_repeats)
+        words = [t for t in words if not has_cjk(t)] if whole else words
     return QueryPlan(
         text=query,
         words=tuple(words),

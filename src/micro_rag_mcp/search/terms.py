@@ -39,51 +39,6 @@ _CODE = re.compile(
     r"(?<![\w.])(?:[A-Za-z]+[-_#]?[0-9]{3,}(?:[-_.][A-Za-z0-9]+)*|[0-9]+(?:\.[0-9]+){2,})(?!\w)"
 )
 
-# A query of this many distinct words or more (a paragraph: a question pasted whole, a
-# description) counts a word as often as it holds it, up to ``MAX_TERM_REPEATS`` times: a
-# paragraph repeats what it is about (CISI nDCG@10: 0.4305 -> 0.4513), where a question
-# repeats its frame ("net sales ... compared to net sales": sec10q lost 1.3 points with
-# repeats from the first word; docs/benchmarks.md).
-LONG_QUERY_TERMS = 20
-MAX_TERM_REPEATS = 4
-
-
-def repeated_terms(
-    text: str, terms: Sequence[str], max_repeats: int = MAX_TERM_REPEATS
-) -> list[str]:
-    """``terms`` (``query_terms`` of ``text``), each as often as a paragraph holds it
-    (``LONG_QUERY_TERMS``), at most ``max_repeats`` times; a shorter query's once each. A
-    store searches a repeated term as that many terms, as FTS5's BM25 scores a phrase
-    given twice."""
-    if len(terms) < LONG_QUERY_TERMS or max_repeats <= 1:
-        return list(terms)
-    counts: dict[str, int] = {}
-    for term in _TERM.findall(text.lower()):
-        term = term.strip("_")
-        counts[term] = counts.get(term, 0) + 1
-    return [t for t in terms for _ in range(min(counts.get(t, 1), max_repeats))]
-
-
-def within_budget(searched: Sequence[str]) -> list[str]:
-    """The searched terms, repeats kept (``repeated_terms``) while they number at most
-    ``MAX_SEARCHED_TERMS``, the first of each kept and the later ones cut in order: each
-    repeat reads its postings again (128 common words given four times each: 4.9 s on
-    100k chunks, 0.8 s once)."""
-    if len(searched) <= MAX_SEARCHED_TERMS:
-        return list(searched)
-    distinct = list(dict.fromkeys(searched))
-    room = MAX_SEARCHED_TERMS - len(distinct)
-    seen: set[str] = set()
-    kept: list[str] = []
-    for term in searched:
-        if term not in seen:
-            seen.add(term)
-            kept.append(term)
-        elif room > 0:
-            room -= 1
-            kept.append(term)
-    return kept
-
 
 def names_identifier(text: str) -> bool:
     """Whether the query names an identifier of code (see ``_IDENTIFIER``): a query in

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.search.terms import COMMON_SHARE, held_weight, searched_terms, within_budget
+from micro_rag_mcp.search.terms import COMMON_SHARE, held_weight, searched_terms
 
 SAMPLE_PER_RESULT = 10  # an all-common query scores this many rows per result asked
 
@@ -34,12 +34,11 @@ def keyword_hits(
 ) -> tuple[list[tuple[int, float]], float]:
     """The best ``limit`` chunks for the terms by BM25, best first, with their scores
     (only chunks of ``files``, if given); and what the terms searched weigh (each once,
-    ``held_weight``). A term given twice weighs twice (``repeated_terms``)."""
-    distinct = list(dict.fromkeys(terms))  # a term given twice is searched twice
+    ``held_weight``)."""
+    distinct = list(dict.fromkeys(terms))
     shares, _ = catalog.terms.shares_among(distinct)
-    chosen = set(searched_terms(distinct, shares))
-    searched = within_budget([t for t in terms if t in chosen])
-    weight = held_weight(list(dict.fromkeys(searched)), shares, catalog.terms.id_span())
+    searched = searched_terms(distinct, shares)
+    weight = held_weight(searched, shares, catalog.terms.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
         return catalog.keywords.keyword_search(
             or_query(searched), limit, weights, files=files

@@ -109,7 +109,9 @@ def verdict(
 ) -> tuple[bool, str]:
     """Whether a lever stays, given each collection's nDCG@10 with it minus without it."""
     seen = {c: d for c, d in deltas.items() if c != left_out}
-    helped = sorted(c for c, d in seen.items() if c not in chosen and d >= GAIN)
+    helped = sorted(
+        c for c, d in seen.items() if c.removesuffix(MILVUS) not in chosen and d >= GAIN
+    )
     hurt = sorted(c for c, d in seen.items() if d < -TOLERANCE)
     if hurt:
         return False, f"costs {', '.join(hurt)} more than half a point"
@@ -180,7 +182,7 @@ def lever_table(s: Scores, names: Sequence[str]) -> str:
         deltas = {n: s.ndcg["default"][n] - s.ndcg[f"{lever} off"][n] for n in names}
         cells = []
         for n in names:
-            mark = "*" if n in CHOSEN_ON[lever] else ""
+            mark = "*" if n.removesuffix(MILVUS) in CHOSEN_ON[lever] else ""
             cells.append(f"{-100 * deltas[n]:+.2f}{mark}")
         keep, why = verdict(deltas, CHOSEN_ON[lever])
         lines.append(f"| {lever} | {' | '.join(cells)} | {'keep' if keep else 'remove'}: {why} |")

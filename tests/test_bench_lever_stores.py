@@ -65,3 +65,9 @@ def test_both_stores_rank_a_set_alike_from_the_same_vectors(
     # the store pass's record went to the Milvus work folder, not the set's marker
     assert (tmp_path / "mv" / "toy" / retrieval.MARKER).exists()
     assert json.loads((work / retrieval.MARKER).read_text())["full_index"]["files_added"] == 4
+
+
+def test_a_milvus_column_counts_as_the_collection_a_lever_was_chosen_on() -> None:
+    deltas = {"cisi (Milvus)": 0.02, "cranfield (Milvus)": 0.001, "xquad (Milvus)": 0.0}
+    keep, why = levers.verdict(deltas, frozenset({"cisi"}))
+    assert not keep and "improves 1 collection(s) it was not chosen on (cranfield" in why

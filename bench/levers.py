@@ -25,6 +25,11 @@ for every set. Query vectors are computed once and reused by every variant. ``--
 keeps the first N queries of a large set (say so beside its figures). ``--no-model``
 searches sets indexed with ``bench.retrieval --no-model`` (every vector alike): only the
 keyword channel's figures, and a lever's, mean anything there.
+
+``--store milvus`` searches each set on the Milvus store instead (``bench.milvus_sets``:
+a milvus-lite server started for the run, its data in ``--milvus-work``, each set indexed
+into it from the set's embedded index's own vectors); ``--store both`` searches each set
+on both stores in one run and prints each store's tables, then the two side by side.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from bench import work_folder
 from bench.metrics import evaluate, relevant
 from bench.retrieval import (
     CHANNELS,
@@ -74,6 +81,8 @@ CHOSEN_ON: dict[str, frozenset[str]] = {
     "long CJK queries against whole files": frozenset({"lecard"}),
 }
 SHARES = (0.5, 0.6, 0.8, 0.9)  # vector shares beside the default's
+STORES = ("embedded", "milvus")
+MILVUS = " (Milvus)"  # a Milvus column's name: the set's, and this
 
 
 @dataclass
@@ -81,6 +90,7 @@ class Collection:
     name: str
     dataset: Dataset
     ws: Workspace
+    store: str = "embedded"
 
 
 @dataclass
@@ -88,6 +98,8 @@ class Scores:
     ndcg: dict[str, dict[str, float]]  # variant -> collection -> nDCG@10
     answered_flagged: dict[str, tuple[int, int]]  # collection -> (flagged, answered)
     foreign_flagged: dict[str, tuple[int, int, str]]  # collection -> (flagged, asked, whose)
+    # variant -> collection -> query id -> its first ten documents
+    top10: dict[str, dict[str, dict[str, list[str]]]] = field(default_factory=dict)
 
 
 def verdict(
@@ -95,7 +107,9 @@ def verdict(
 ) -> tuple[bool, str]:
     """Whether a lever stays, given each collection's nDCG@10 with it minus without it."""
     seen = {c: d for c, d in deltas.items() if c != left_out}
-    helped = sorted(c for c, d in seen.items() if c not in chosen and d >= GAIN)
+    helped = sorted(
+        c for c, d in seen.items() if c.removesuffix(MILVUS) not in chosen and d >= GAIN
+    )
     hurt = sorted(c for c, d in seen.items() if d < -TOLERANCE)
     if hurt:
         return False, f"costs {', '.join(hurt)} more than half a point"
@@ -128,6 +142,7 @@ def run(
             )
             ndcg = evaluate(cr.run, col.dataset.qrels, ("ndcg@10",))["ndcg@10"]
             scores.ndcg[label][col.name] = ndcg
+            scores.top10.setdefault(label, {})[col.name] = {q: d[:10] for q, d in cr.run.items()}
             logger.info("%s %s: nDCG@10 %.4f", col.name, label, ndcg)
             if label == "default":
                 qrels = col.dataset.qrels
@@ -138,8 +153,11 @@ def run(
                 ]
                 flagged = sum(q in cr.flagged for q in answered)
                 scores.answered_flagged[col.name] = (flagged, len(answered))
-        if len(sets) > 1 or foreign_from is not None:
-            other = foreign_from or sets[(at + 1) % len(sets)].dataset
+        others = [
+            s.dataset for s in sets[at + 1 :] + sets[:at] if s.dataset.name != col.dataset.name
+        ]
+        other = foreign_from or (others[0] if others else None)
+        if other is not None:
             asked = dict(list(other.queries.items())[:foreign_limit])
             foreign = replace(col.dataset, queries=asked, qrels={})
             cr = search_all(
@@ -162,7 +180,7 @@ def lever_table(s: Scores, names: Sequence[str]) -> str:
         deltas = {n: s.ndcg["default"][n] - s.ndcg[f"{lever} off"][n] for n in names}
         cells = []
         for n in names:
-            mark = "*" if n in CHOSEN_ON[lever] else ""
+            mark = "*" if n.removesuffix(MILVUS) in CHOSEN_ON[lever] else ""
             cells.append(f"{-100 * deltas[n]:+.2f}{mark}")
         keep, why = verdict(deltas, CHOSEN_ON[lever])
         lines.append(f"| {lever} | {' | '.join(cells)} | {'keep' if keep else 'remove'}: {why} |")
@@ -219,6 +237,51 @@ def fusion_table(s: Scores, names: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def stores_table(s: Scores, names: Sequence[str]) -> str:
+    """Each set on both stores: nDCG@10 (default) and each lever's worth on the embedded
+    store / the Milvus store, and the queries whose first ten documents differ."""
+    head = " | ".join(f"{n} (embedded / Milvus)" for n in names)
+    lines = [f"| | {head} |", "| --- | " + " | ".join("---:" for _ in names) + " |"]
+
+    def row(label: str, cell: Callable[[str], str]) -> None:
+        lines.append(f"| {label} | " + " | ".join(cell(n) for n in names) + " |")
+
+    def differ(variant: str, n: str) -> int:
+        here, there = s.top10[variant][n], s.top10[variant][n + MILVUS]
+        return sum(here[q] != there.get(q) for q in here)
+
+    row(
+        "default (nDCG@10)",
+        lambda n: f"{s.ndcg['default'][n]:.4f} / {s.ndcg['default'][n + MILVUS]:.4f}",
+    )
+    for lever in LEVERS:
+        off = f"{lever} off"
+
+        def worth(n: str, off: str = off) -> str:
+            a, b = (s.ndcg["default"][m] - s.ndcg[off][m] for m in (n, n + MILVUS))
+            return f"{100 * a:+.2f} / {100 * b:+.2f}"
+
+        row(lever, worth)
+    for v in ("keyword only", "vector only"):
+        row(v, lambda n, v=v: f"{s.ndcg[v][n]:.4f} / {s.ndcg[v][n + MILVUS]:.4f}")
+    row(
+        "largest difference (points)",
+        lambda n: f"{100 * max(abs(s.ndcg[v][n] - s.ndcg[v][n + MILVUS]) for v in s.ndcg):.2f}",
+    )
+    for v in ("default", "keyword only", "vector only"):
+        row(
+            f"queries whose first ten differ, {v}",
+            lambda n, v=v: f"{differ(v, n)} of {len(s.top10[v][n])}",
+        )
+    lines.append("")
+    lines.append(
+        "Lever rows: points of nDCG@10 the lever is worth (the default minus the default"
+        " without it) on each store. The largest difference: over every variant (levers"
+        " off, channels, shares)."
+    )
+    return "\n".join(lines)
+
+
 def refusal_table(s: Scores, names: Sequence[str]) -> str:
     lines = [
         "| collection | answered questions flagged | another field's questions flagged |",
@@ -267,12 +330,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="search indexes bench.retrieval --no-model built (the keyword channel's figures)",
     )
+    p.add_argument(
+        "--store",
+        choices=(*STORES, "both"),
+        default="embedded",
+        help="the store searched: the embedded index, the Milvus store (milvus-lite,"
+        " started for the run, the sets indexed from their embedded index's vectors), or both",
+    )
+    p.add_argument(
+        "--milvus-work",
+        type=Path,
+        default=work_folder("levers-milvus"),
+        help="the milvus-lite server's data and each set's store pass record",
+    )
+    p.add_argument(
+        "--milvus-url",
+        help="search this Milvus (milvus://HOST:PORT/DB) instead of starting milvus-lite",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr
     )
     logging.getLogger("micro_rag_mcp").setLevel(logging.WARNING)
-    sets: list[Collection] = []
+    embedded: list[Collection] = []
     for spec in args.set:
         name, data, work, suffix = parse_set(spec)
         dataset = load_dataset(data, "qrels.tsv", "queries.jsonl")
@@ -281,20 +361,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         ws = prepare(dataset, work, DEFAULT_CHUNK_SIZE, DEFAULT_CHUNK_OVERLAP, suffix, args.shape)
         if not ws.reused:
             raise SystemExit(f"{work}: no index; build it first with bench.retrieval")
-        sets.append(Collection(name, dataset, ws))
+        embedded.append(Collection(name, dataset, ws))
     embedder = CachedQueries(NoModel() if args.no_model else load_embedder())
+    stores = STORES if args.store == "both" else (args.store,)
+    sets = list(embedded) if "embedded" in stores else []
     foreign = (
         load_dataset(args.foreign_from, "qrels.tsv", "queries.jsonl") if args.foreign_from else None
     )
-    scores = run(sets, embedder, args.top_k, args.foreign, foreign)
-    names = [c.name for c in sets]
-    for title, text in (
-        ("Levers", lever_table(scores, names)),
-        ("The verdict with one collection left out", loco_table(scores, names)),
-        ("Fusion by its worst case", fusion_table(scores, names)),
-        ('"No good match"', refusal_table(scores, names)),
-    ):
-        print(f"\n### {title}\n\n{text}")
+    with ExitStack() as stack:
+        if "milvus" in stores:
+            from bench.milvus_sets import milvus_at, on_milvus
+
+            address = stack.enter_context(milvus_at(args.milvus_work, args.milvus_url))
+            for col in embedded:
+                ws = on_milvus(col.ws, address(col.name), embedder, args.milvus_work / col.name)
+                sets.append(Collection(col.name + MILVUS, col.dataset, ws, "milvus"))
+        scores = run(sets, embedder, args.top_k, args.foreign, foreign)
+    for store in stores:
+        names = [c.name for c in sets if c.store == store]
+        where = f", {store} store" if len(stores) > 1 else ""
+        for title, text in (
+            ("Levers", lever_table(scores, names)),
+            ("The verdict with one collection left out", loco_table(scores, names)),
+            ("Fusion by its worst case", fusion_table(scores, names)),
+            ('"No good match"', refusal_table(scores, names)),
+        ):
+            print(f"\n### {title}{where}\n\n{text}")
+    if len(stores) > 1:
+        names = [c.name for c in embedded]
+        print(f"\n### The stores side by side\n\n{stores_table(scores, names)}")
     return 0
 
 

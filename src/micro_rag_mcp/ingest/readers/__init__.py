@@ -32,9 +32,10 @@ from micro_rag_mcp.ingest.readers.guards import (
 from micro_rag_mcp.ingest.readers.images import read_image
 from micro_rag_mcp.ingest.readers.mail import Attachments, read_eml
 from micro_rag_mcp.ingest.readers.notebook import read_ipynb
-from micro_rag_mcp.ingest.readers.office import check_docx_archive, read_docx, read_pptx, read_xlsx
+from micro_rag_mcp.ingest.readers.office import check_docx_archive, read_docx, read_xlsx
 from micro_rag_mcp.ingest.readers.opendocument import read_odp, read_ods, read_odt
 from micro_rag_mcp.ingest.readers.pdf import read_pdf
+from micro_rag_mcp.ingest.readers.powerpoint import read_pptx
 from micro_rag_mcp.ingest.readers.text import (
     decode_text_bytes,
     read_markdown,

@@ -1,4 +1,4 @@
-"""Office Open XML documents: DOCX (python-docx), XLSX (openpyxl), PPTX (python-pptx).
+"""Office Open XML documents: DOCX (python-docx) and XLSX (openpyxl); PPTX is ``powerpoint``.
 
 Every package is vetted as a zip (``guards.vet_zip``) before a library expands anything.
 """
@@ -18,7 +18,6 @@ from micro_rag_mcp.ingest.readers.document import (
     DocumentBuilder,
     HeadingPath,
     clean_title,
-    first_line_heading,
 )
 from micro_rag_mcp.ingest.readers.guards import (
     DEFAULT_ZIP_LIMITS,
@@ -233,8 +232,6 @@ def _cell_text(cell: Any) -> str:
 # --------------------------------------------------------------------------- XLSX
 
 SHEET_TIME_BUDGET_S = 60.0
-SLIDE_TIME_BUDGET_S = 60.0
-MAX_GROUP_DEPTH = 20  # shapes nested deeper in groups are left out
 
 
 def read_xlsx(path: Path, *, time_budget: float = SHEET_TIME_BUDGET_S) -> Document:
@@ -286,60 +283,3 @@ def _add_sheet(builder: DocumentBuilder, sheet: Any, budget: Budget, path: Path)
             return
         if builder.add(row_text(headers, row), sep=sep, row=number):
             sep = "\n"
-
-
-# --------------------------------------------------------------------------- PPTX
-
-
-def read_pptx(path: Path, *, time_budget: float = SLIDE_TIME_BUDGET_S) -> Document:
-    """Each slide's title, text frames, grouped shapes and tables, then its notes.
-
-    Every shape's text is read whole, the title placeholder's too. A passage names its
-    slide and never spans two; the section is the title's first line, shortened.
-    Pictures, charts and media are left out.
-    """
-    vet_zip(path, "PPTX", "ppt/presentation.xml")
-    import pptx
-
-    try:
-        deck = pptx.Presentation(str(path))
-    except OSError:
-        raise
-    except Exception as e:  # python-pptx / lxml raise many types for malformed packages
-        raise ReadError(f"not a valid PPTX: {short(e)}") from e
-    budget = Budget(time_budget)
-    builder = DocumentBuilder()
-    for number, slide in enumerate(deck.slides, 1):
-        if budget.spent():
-            logger.warning("%s: stopped before slide %d (time budget)", path, number)
-            break
-        title_shape = slide.shapes.title
-        title_text = title_shape.text_frame.text if title_shape is not None else ""
-        builder.locator(f"slide {number}", hard=True)
-        builder.section(first_line_heading(title_text))
-        builder.add(title_text)  # whole: a deck may keep its body in the title placeholder
-        skip = title_shape.shape_id if title_shape is not None else None
-        for text in _shape_texts(slide.shapes, skip):
-            builder.add(text)
-        if slide.has_notes_slide:
-            notes = slide.notes_slide.notes_text_frame
-            if notes is not None and notes.text.strip():
-                builder.add(f"Notes: {notes.text}")
-    return builder.build(clean_title(deck.core_properties.title))
-
-
-def _shape_texts(shapes: Any, skip: int | None) -> Iterator[str]:
-    """Text of each shape in order, looking into groups (without recursion)."""
-    stack: list[tuple[Any, int]] = [(shape, 0) for shape in reversed(list(shapes))]
-    while stack:
-        shape, depth = stack.pop()
-        if shape.shape_id == skip:
-            continue
-        if hasattr(shape, "shapes"):  # a group
-            if depth < MAX_GROUP_DEPTH:
-                stack.extend((child, depth + 1) for child in reversed(list(shape.shapes)))
-        elif getattr(shape, "has_table", False) and shape.has_table:
-            rows = (" | ".join(cell.text.strip() for cell in row.cells) for row in shape.table.rows)
-            yield "\n".join(row for row in rows if row.strip(" |"))
-        elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-            yield shape.text_frame.text

@@ -74,7 +74,7 @@ class PackedE5:
 
 
 class _Cursor:
-    def __init__(self, data: mmap.mmap) -> None:
+    def __init__(self, data: bytes | mmap.mmap) -> None:
         self.data = data
         self.at = 0
 

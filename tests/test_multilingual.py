@@ -107,10 +107,10 @@ def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
 
     packed = read_packed_e5(find_weights(E5_SMALL))
     tokenizer = E5Tokenizer(packed.vocabulary, 512)
-    pieces = packed.vocabulary.pieces
+    vocabulary = packed.vocabulary
 
     def tokens(text: str) -> list[str]:
-        return [pieces[i] for i in tokenizer.encode_batch([text])[0].ids]
+        return [vocabulary.piece(i) for i in tokenizer.encode_batch([text])[0].ids]
 
     assert tokens("passage: Hello world") == ["<s>", "▁passage", ":", "▁Hello", "▁world", "</s>"]
     assert tokens("ＡＢＣ  def") == tokens("ABC def")

@@ -59,7 +59,7 @@ def test_a_matrix_read_in_slices_is_the_matrix_repacked_at_once(tmp_path: Path) 
     assert np.array_equal(values, want_values)
     assert scales.dtype == np.float32 and np.array_equal(scales, want_scales.astype(np.float32))
     assert np.array_equal(packed.tensors["b"], bias)
-    assert packed.vocabulary.pieces == ["<unk>", "▁a"]
+    assert list(packed.vocabulary.pieces()) == ["<unk>", "▁a"]
     assert packed.vocabulary.normalization == {0xFF21: "A"}
 
 

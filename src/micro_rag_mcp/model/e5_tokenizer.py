@@ -95,7 +95,8 @@ class E5Tokenizer:
         texts: list[str] = []
         starts, stops, owners = [], [], []
         for w, word in enumerate(words):
-            pairs, first, last = _spans(len(word), self._longest)
+            n = len(word)
+            pairs, first, last = (_short if n <= _SHORT else _spans)(n, self._longest)
             texts += [word[a:b] for a, b in pairs]
             starts.append(first)
             stops.append(last)
@@ -133,10 +134,13 @@ class E5Tokenizer:
         return tuple(reversed(out))
 
 
-@lru_cache(maxsize=1024)
 def _spans(n: int, longest: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
     """Every ``(start, end)`` of a word of ``n`` characters up to ``longest`` long, by
     start then end, and their starts and ends as arrays."""
     pairs = [(a, b) for a in range(n) for b in range(a + 1, min(n, a + longest) + 1)]
     ends = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     return pairs, ends[:, 0], ends[:, 1]
+
+
+_SHORT = 32  # characters: the spans of words up to this long are kept (a few kB each)
+_short = lru_cache(maxsize=_SHORT)(_spans)

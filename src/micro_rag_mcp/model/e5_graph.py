@@ -70,6 +70,7 @@ class E5Weights(ExternalWeights):
     """The packed file's tensors as external initializers, and the 4-bit ops that read them."""
 
     transposable = False
+    word_scales = "emb.word.s"
 
     def __init__(self, packed: PackedE5) -> None:
         super().__init__({})

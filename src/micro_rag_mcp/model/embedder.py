@@ -254,7 +254,7 @@ def load_embedder(
     slightly different vectors (so a different ``model_id``).
     """
     from micro_rag_mcp.model import loader
-    from micro_rag_mcp.model.external_weights import add_arrays
+    from micro_rag_mcp.model.external_weights import add_arrays, session_copied
     from micro_rag_mcp.model.graphs import graph_name, read_encoder
 
     started = time.perf_counter()
@@ -270,17 +270,21 @@ def load_embedder(
     options = session_options(threads)
     model_id = spec.model_id + (INT8_MODEL_SUFFIX if int8 else "")
     graph = shipped_graph(graph_name(encoder, int8))
-    feeds = files.weights.feeds()
+    tokenizer = loader.tokenizer_for(files)
+    feeds, word_scales = files.weights.feeds(), files.weights.word_scales
+    del files  # what the feeds do not hold (MiniLM's untransposed products, e5's vocabulary)
     add_arrays(options, feeds)
     try:
         session = open_session(graph, options)
     except Exception as e:  # onnxruntime raises its own types for a graph it refuses
         raise ModelUnavailable(f"The {encoder} graph cannot be run: {e}") from e
-    trim_heap()  # the graph's bytes and the session's set-up are garbage now
+    if session_copied(session, feeds, word_scales):
+        feeds.clear()  # the session's copies are the model now
+    trim_heap()  # the graph's bytes, the session's set-up and (copied) the arrays are garbage
     logger.info("loaded %s from %s in %.2f s", model_id, path, time.perf_counter() - started)
     return OnnxEmbedder(
         session,
-        loader.tokenizer_for(files),
+        tokenizer,
         model_id=model_id,
         batch_size=batch_size or (E5_BATCH_SIZE if encoder == "e5-small" else DEFAULT_BATCH_SIZE),
         prefixes=loader.E5_PREFIXES if encoder == "e5-small" else ("", ""),

@@ -32,6 +32,7 @@ class ExternalWeights:
 
     transposable = True
     named_by_key = True  # each initializer is called by its tensor's name: see ``feeds``
+    word_scales = "word_table_s"  # the word table's scales in ``feeds`` (``session_copied``)
 
     def __init__(
         self,
@@ -101,6 +102,32 @@ def add_arrays(options: onnxruntime.SessionOptions, arrays: Mapping[str, Any]) -
     names = list(arrays)
     values = [ort.OrtValue.ortvalue_from_numpy(arrays[name]) for name in names]
     options.add_external_initializers(names, values)
+
+
+def session_copied(
+    session: onnxruntime.InferenceSession, arrays: Mapping[str, Any], scales: str
+) -> bool:
+    """Whether ``session`` holds its own copy of the ``arrays`` it was given.
+
+    onnxruntime (1.32) copies each external initializer into the session as it starts, so
+    the arrays only double the model's memory (e5: 71 MB) once it has; but its contract
+    lets it use them where they lie. So ask it: double one word's ``scales`` row for a
+    moment; a session that reads the arrays embeds that word differently. The row is put
+    back whatever the answer (a power of two, exactly). Arrays that cannot be written
+    (MiniLM's, views of its file's bytes) are kept: no answer.
+    """
+    table = arrays.get(scales)
+    if table is None or table.ndim != 2 or not table.flags.writeable:
+        return False
+    token = np.ones((1, 1), dtype=np.int64)
+    feeds = {"input_ids": token, "attention_mask": token, "token_type_ids": token * 0}
+    before = session.run(None, feeds)[0]
+    table[1] *= 2
+    try:
+        after = session.run(None, feeds)[0]
+    finally:
+        table[1] /= 2
+    return bool(np.array_equal(before, after))
 
 
 class Int8Products(ExternalWeights):

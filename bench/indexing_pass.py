@@ -141,7 +141,11 @@ def run_ways(
     from micro_rag_mcp.local.engine import Engine
     from micro_rag_mcp.model.embedder import load_embedder
 
-    embedder = load_embedder(threads=len(os.sched_getaffinity(0)), encoder=encoder)  # type: ignore[arg-type]
+    embedder = load_embedder(
+        threads=len(os.sched_getaffinity(0)),
+        encoder=encoder,  # type: ignore[arg-type]
+        quantize=settings.model_precision == "int8",
+    )
     passes: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
     encoder: list[dict[str, float]] = []
     difference: dict[str, float] = {}

@@ -84,8 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--indexing-model",
         default="minilm",
-        choices=("minilm", "e5-small"),
-        help="the encoder of the pass (encoder alone vs. a first index)",
+        choices=("minilm", "minilm-int8", "e5-small"),
+        help="the encoder of the pass (encoder alone vs. a first index); minilm-int8: "
+        "MiniLM at --model-precision int8",
     )
     g.add_argument(
         "--indexing-memory-big",
@@ -351,8 +352,9 @@ def _main(what: str, folder: Path, index: Path, *extra: str) -> dict[str, object
     settings = Settings(data_folder=folder, index_folder=index, watch="off")
     if what == "encoder-vs-pass":
         keys, rounds = [k for k in extra[0].split(",") if k], int(extra[1])
-        model = extra[2] if len(extra) > 2 else "minilm"
-        settings = Settings(data_folder=folder, index_folder=index, watch="off", model=model)  # type: ignore[arg-type]
+        model, int8, _ = (extra[2] if len(extra) > 2 else "minilm").partition("-int8")
+        precision = "int8" if int8 else "fp32"
+        settings = Settings(folder, index, watch="off", model=model, model_precision=precision)  # type: ignore[arg-type]
         return run_ways(settings, index, variants(keys), rounds, encoder=model)
     if what == "build":
         engine = Engine(settings, lambda: FakeEmbedder(384, "stand-in-384"))

@@ -118,9 +118,13 @@ def write_folder(data: Path, files: int, paragraphs: int, seed: int) -> None:
 
 
 def server_argv(data: Path, model: str = "minilm") -> list[str]:
+    """A server's flags; ``model`` is an encoder, or MiniLM at a precision (minilm-int8)."""
+    encoder, dash, precision = (
+        model.partition("-") if model.startswith("minilm-") else (model, "", "")
+    )
     return [
         "--data-folder", str(data), "--title", "bench", "--inst", "Search the bench folder.",
-        "--model", model,
+        "--model", encoder, *(["--model-precision", precision] if dash else []),
     ]  # fmt: skip
 
 
@@ -317,7 +321,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--memory-model",
         default="minilm",
-        help="the encoder the servers of the 'five' part index with (minilm, e5-small)",
+        help="the encoder the servers of the 'five' part index with (minilm, e5-small; "
+        "minilm-fp32, minilm-int8: MiniLM at that --model-precision)",
     )
     parser.add_argument(
         "--memory-server-src",

@@ -110,11 +110,11 @@ def session_copied(
     """Whether ``session`` holds its own copy of the ``arrays`` it was given.
 
     onnxruntime (1.32) copies each external initializer into the session as it starts, so
-    the arrays only double the model's memory (e5: 71 MB) once it has; but its contract
+    the arrays only double the model's memory (e5: 71 MB, MiniLM: 50) once it has; but its contract
     lets it use them where they lie. So ask it: double one word's ``scales`` row for a
     moment; a session that reads the arrays embeds that word differently. The row is put
-    back whatever the answer (a power of two, exactly). Arrays that cannot be written
-    (MiniLM's, views of its file's bytes) are kept: no answer.
+    back whatever the answer (a power of two, exactly). Scales that cannot be written
+    (a view of a file's bytes) give no answer: the arrays are kept.
     """
     table = arrays.get(scales)
     if table is None or table.ndim != 2 or not table.flags.writeable:

@@ -85,7 +85,10 @@ def _arrange(raw: dict[str, npt.NDArray[Any]], num_layers: int) -> Int8Minilm:
         scale = raw[name + "_scale"].reshape(-1).astype(np.float32, copy=False)
         stored[linear] = (raw[name + "_q"], scale)
     table = _PREFIX + "embeddings.word_embeddings.weight"
-    return Int8Minilm(tensors, (raw[table + "_q"], raw[table + "_scale"]), stored)
+    # the scales copied (120 kB): writable, so ``session_copied`` can ask the session
+    # whether it copied the weights, and the widened ones are freed once it has
+    scales = np.array(raw[table + "_scale"])
+    return Int8Minilm(tensors, (raw[table + "_q"], scales), stored)
 
 
 def _widen(raw: dict[str, npt.NDArray[Any]], name: str) -> npt.NDArray[np.float32]:

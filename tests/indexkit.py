@@ -35,8 +35,9 @@ def write(path: Path, text: str, mtime: float | None = None) -> Path:
 
 
 def catalog_rows(index: Path) -> dict[str, list[str]]:
-    """path -> chunk texts, straight from the database."""
-    conn = sqlite3.connect(index / "catalog.sqlite3")
+    """path -> chunk texts, straight from the database, opened read-only: a poll that
+    comes before the index never makes an empty catalog for the writer to refuse."""
+    conn = sqlite3.connect(f"file:{index / 'catalog.sqlite3'}?mode=ro", uri=True)
     out: dict[str, list[str]] = {}
     for path, text in conn.execute(
         "SELECT f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id "

@@ -118,11 +118,12 @@ def test_a_file_written_in_pieces_is_indexed_whole(data: Path) -> None:
     pieces = [f"Piece {i} names the comet number {1000 + i}.\n" for i in range(6)]
     with following(data) as eng:
         with open(data / "log.txt", "w", encoding="utf-8") as f:
-            for piece in pieces:  # a slow writer: the file grows while it is watched
+            for i, piece in enumerate(pieces):  # the file grows while it is watched:
                 f.write(piece)
                 f.flush()
-                time.sleep(0.2)
-        eventually(lambda: paths_for(eng, "1005") == ["log.txt"], "the last piece")
+                # the next piece comes once the watcher has indexed this one
+                number = str(1000 + i)
+                eventually(lambda n=number: paths_for(eng, n) == ["log.txt"], f"piece {i}")
         eventually(lambda: eng.state().queued == 0, "nothing left queued")
     assert catalog_rows(data / "index") == {"log.txt": ["".join(pieces).strip()]}
 

@@ -10,7 +10,7 @@ rankings (document ids per query, best first); ``--compare`` says whether they a
 ones a dump of another build holds.
 
     .venv/bin/python -m bench.catalog_size --dataset ../shared/eval/jaquad \\
-        --docs 3000 --queries 100 --work /tmp/size-ja --tables
+        --docs 3000 --queries 100 --work <work>/size-ja --tables
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a fresh install of micro-rag-mcp holds, by the requirement that brings each part.
 
-    python3 -m venv /tmp/install/fresh && /tmp/install/fresh/bin/pip install .
-    .venv/bin/python -m bench.install_size --venv /tmp/install/fresh
+    python3 -m venv <venv> && <venv>/bin/pip install .
+    .venv/bin/python -m bench.install_size --venv <venv>
 
 Every installed distribution's files (its ``RECORD``, sizes on disk) are counted under
 the direct requirement of micro-rag-mcp that pulls it in (a direct one under itself);

@@ -135,8 +135,15 @@ class Int8Products(ExternalWeights):
     int8``): onnxruntime's ``DynamicQuantizeMatMul`` quantizes the activations per batch
     to uint8 and multiplies them by the int8 ``[in, out]`` matrix, a scale per column.
 
+    The feed-forward output products of the first three layers stay float32: their
+    inputs (GELU's outputs) hold the few large values that per-batch quantization of the
+    activations handles worst, and they account for most of int8's departure from fp32
+    (docs/benchmarks.md, "MiniLM int8 with three products in float32").
+
     ``products``: each ``nn.Linear``'s int8 matrix and scales, by its name.
     """
+
+    kept_fp32 = frozenset(f"encoder.layer.{layer}.output.dense" for layer in range(3))
 
     def __init__(
         self,
@@ -148,7 +155,11 @@ class Int8Products(ExternalWeights):
         self.products = products
 
     def linear(self, g: _GraphBuilder, x: str, prefix: str) -> str:
-        """``x @ W.T + b`` on the int8 matrix stored under ``prefix``."""
+        """``x @ W.T + b`` on the int8 matrix stored under ``prefix`` (or, for one of
+        ``kept_fp32``, on its widened copy)."""
+        if prefix in self.kept_fp32:
+            product = g.op("MatMul", [x, g.weight(f"{prefix}.weight", transpose=True)], "matmul")
+            return g.op("Add", [product, g.weight(f"{prefix}.bias")], "bias")
         values, scales = self.products[prefix]
         inputs = [
             x,
@@ -160,13 +171,16 @@ class Int8Products(ExternalWeights):
         return g.op("DynamicQuantizeMatMul", inputs, "qmatmul", domain="com.microsoft")
 
     def feeds(self) -> dict[str, npt.NDArray[Any]]:
-        """Every array the graph declares: the int8 products in place of the widened."""
+        """Every array the graph declares: the int8 products in place of the widened,
+        but for ``kept_fp32``, widened and transposed as for fp32."""
         out = {
-            key: np.ascontiguousarray(array)
+            key: np.ascontiguousarray(array.T if _is_product(key) else array)
             for key, array in self.tensors.items()
-            if not _is_product(key)
+            if not _is_product(key) or key.removesuffix(".weight") in self.kept_fp32
         }
         for prefix, (values, scales) in self.products.items():
+            if prefix in self.kept_fp32:
+                continue
             out[f"{prefix}.weight_q"] = np.ascontiguousarray(values)
             out[f"{prefix}.weight_scale"] = np.ascontiguousarray(scales)
         if self.table is not None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 _PREFIX = "inner."
-_PRODUCTS = (
+PRODUCTS = (
     "attention.self.query",
     "attention.self.key",
     "attention.self.value",
@@ -74,12 +74,12 @@ def _arrange(raw: dict[str, npt.NDArray[Any]], num_layers: int) -> Int8Minilm:
         ),
         key=lambda name: int(name.removeprefix("val_")),
     )
-    if len(products) != num_layers * len(_PRODUCTS):
-        raise ValueError(f"{len(products)} weight matrices, not {num_layers * len(_PRODUCTS)}")
+    if len(products) != num_layers * len(PRODUCTS):
+        raise ValueError(f"{len(products)} weight matrices, not {num_layers * len(PRODUCTS)}")
     stored: dict[str, Int8Matrix] = {}
     for index, name in enumerate(products):
-        layer, part = divmod(index, len(_PRODUCTS))
-        linear = f"encoder.layer.{layer}.{_PRODUCTS[part]}"
+        layer, part = divmod(index, len(PRODUCTS))
+        linear = f"encoder.layer.{layer}.{PRODUCTS[part]}"
         # stored [in, out]; BERT's name is for [out, in]: a transposed view, no copy
         tensors[f"{linear}.weight"] = _widen(raw, name).T
         scale = raw[name + "_scale"].reshape(-1).astype(np.float32, copy=False)

@@ -75,7 +75,7 @@ class Settings:
     # "auto": watch the folder, scanning it every poll_interval_s if it cannot be watched;
     # "poll": always scan; "off": index only at start-up and on a reindex.
     watch: WatchMode = "auto"
-    # "int8": MiniLM on its int8 products, 1.9x less CPU to embed, -0.2 to -0.4 nDCG@10 hybrid
+    # "int8": MiniLM on its int8 products, 1.9x less CPU to embed, -0.1 to -0.4 nDCG@10 hybrid
     model_precision: Precision = "fp32"
     # "minilm" reads English; "e5-small" (multilingual-e5-small) about 100 languages, at
     # 3.3x the CPU time; "auto": the folder's language chooses (model/choice.py)

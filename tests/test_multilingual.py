@@ -100,8 +100,8 @@ def test_a_german_or_japanese_question_finds_the_note_by_its_vector() -> None:
 
 @pytest.mark.slow
 def test_e5_embeds_the_same_after_giving_its_memory_back() -> None:
-    """An idle server hands back the word table's pages read from the file; the next
-    texts read them again, to the same vectors."""
+    """An idle server hands back the word table's pages read from the file and the
+    tokenizer's words; the next texts read them again, to the same vectors."""
     import numpy as np
 
     from micro_rag_mcp.model.embedder import load_embedder

@@ -106,6 +106,10 @@ class BertTokenizer:
         chars = BertChars.from_json(json.loads(chars_json.read_text(encoding="utf-8")))
         return cls(model["vocab"], chars, max_length)
 
+    def forget(self) -> None:
+        """Drop the cached pieces of the words seen (up to 65,536 words)."""
+        self._pieces.cache_clear()
+
     def normalize(self, text: str) -> str:
         """``BertNormalizer``'s text: each character changed as ``chars.json`` says."""
         if text.isascii():

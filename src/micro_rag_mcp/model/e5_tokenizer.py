@@ -81,6 +81,10 @@ class E5Tokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[TokenIds]:
         return [self.encode(text) for text in texts]
 
+    def forget(self) -> None:
+        """Drop the cached pieces of the words seen (up to 65,536 words: about 25 MB)."""
+        self._cache = {}
+
     def _pieces(self, words: list[str]) -> list[array[int]]:
         """Each word's pieces: from the cache, else searched (all the new ones at once)."""
         cache = self._cache

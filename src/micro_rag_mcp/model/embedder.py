@@ -170,9 +170,10 @@ class OnnxEmbedder:
         onnxruntime's arena keeps what its largest run needed (MiniLM's 8 x 256-token
         batch: about 100 MB) for the next run: ``shrink_arena`` frees it, then the C heap
         returns the pages to the system, and a word table kept in its file (e5's) the
-        pages its texts read.
+        pages its texts read. The tokenizer forgets the words it has seen.
         """
         self.shrink_arena()
+        self._tokenizer.forget()
         if self._words is not None:
             self._words.release()
         trim_heap()

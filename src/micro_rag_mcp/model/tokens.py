@@ -26,6 +26,9 @@ class TokenizesBatches(Protocol):
 
     def encode_batch(self, texts: Sequence[str]) -> Sequence[Encoding]: ...
 
+    def forget(self) -> None:
+        """Drop the words' pieces kept for the next texts (for when it is idle)."""
+
 
 @dataclass(frozen=True, slots=True)
 class TokenIds:

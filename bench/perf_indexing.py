@@ -84,9 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--indexing-model",
         default="minilm",
-        choices=("minilm", "minilm-int8", "e5-small"),
-        help="the encoder of the pass (encoder alone vs. a first index); minilm-int8: "
-        "MiniLM at --model-precision int8",
+        choices=("minilm", "minilm-int8", "e5-small", "e5-small-int8"),
+        help="the encoder of the pass (encoder alone vs. a first index); -int8: at "
+        "--model-precision int8",
     )
     g.add_argument(
         "--indexing-memory-big",

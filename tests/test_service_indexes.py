@@ -82,7 +82,8 @@ def test_folders_share_one_model_per_encoder_and_precision(
         ("b", {"model": "minilm"}),
         ("c", {"model": "minilm", "model_precision": "int8"}),
         ("d", {"model": "e5-small"}),
-        ("e", {"model": "e5-small", "model_precision": "int8"}),  # e5 has one precision
+        ("e", {"model": "e5-small", "model_precision": "int8"}),
+        ("f", {"model": "e5-small", "model_precision": "int8"}),
     )
     handles = [
         recorded.indexes.attach(make_settings(folder(tmp_path, name), **extra), session(name))
@@ -91,8 +92,13 @@ def test_folders_share_one_model_per_encoder_and_precision(
     for handle in handles:
         handle.start()
         handle.load_model()
-    assert len(recorded.engines) == 5
-    assert sorted(recorded.models) == ["e5-small/fp32", "minilm/fp32", "minilm/int8"]
+    assert len(recorded.engines) == 6
+    assert sorted(recorded.models) == [
+        "e5-small/fp32",
+        "e5-small/int8",
+        "minilm/fp32",
+        "minilm/int8",
+    ]
     # Each engine embeds with the encoder it asked for, not the first one loaded.
     for handle in handles:
         handle.reindex()
@@ -101,6 +107,7 @@ def test_folders_share_one_model_per_encoder_and_precision(
         "minilm-fake",
         "minilm-fake",
         "minilm-fake",
+        "e5-small-fake",
         "e5-small-fake",
         "e5-small-fake",
     ]

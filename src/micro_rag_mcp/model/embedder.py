@@ -41,10 +41,15 @@ logger = logging.getLogger(__name__)
 
 MODEL_ID = MINILM.model_id
 INT8_SUFFIX = "+int8"  # in the model id of the quantized encoder (handle.recorded_precision)
-# The int8 encoder's own suffix: its products on the shipped int8 weights, three in fp32
-# ("/w8f3"; "/w8" ran all eighteen in int8). 0.2.0's "+int8" alone named onnxruntime's
-# requantization of them: other vectors, so another space each.
+# Each int8 encoder's own suffix. MiniLM: its products on the shipped int8 weights, three
+# in fp32 ("/w8f3"; "/w8" ran all eighteen in int8; 0.2.0's "+int8" alone named
+# onnxruntime's requantization of them: other vectors, so another space each). e5-small:
+# its products on int8 weights requantized from the 4-bit ones (``e5_graph.INT8_KEPT``).
 INT8_MODEL_SUFFIX = INT8_SUFFIX + "/w8f3"
+INT8_MODEL_SUFFIXES: dict[EncoderName, str] = {
+    "minilm": INT8_MODEL_SUFFIX,
+    "e5-small": INT8_SUFFIX + "/w8k12",  # twelve products kept 4-bit
+}
 DIMENSION = 384
 # MiniLM: a run of 32 texts of 256 tokens peaked at 682 MB, of 8 at 291 MB, at the same
 # CPU per text (6.47 against 6.48 s for 64 texts, one process each, two rounds); a first
@@ -281,8 +286,9 @@ def load_embedder(
     ``batch_size``: texts a run takes (None: 8 for MiniLM, 4 for e5).
     ``threads`` sets onnxruntime's intra-op threads (None: one per core).
     ``weights_file`` skips the package lookup but is still checksum-verified.
-    ``quantize`` (MiniLM only) runs its products on the int8 weights as shipped: faster,
-    slightly different vectors (so a different ``model_id``).
+    ``quantize`` runs the products on int8 weights (MiniLM's as shipped, e5's requantized
+    from its 4-bit blocks): faster, slightly different vectors (so a different
+    ``model_id``).
     """
     from micro_rag_mcp.model import loader
     from micro_rag_mcp.model.external_weights import add_arrays, session_copied
@@ -291,7 +297,7 @@ def load_embedder(
     started = time.perf_counter()
     spec = ENCODERS[encoder]
     path = find_weights(spec) if weights_file is None else verify_weights(spec, weights_file)
-    int8 = quantize and encoder == "minilm"
+    int8 = quantize
     try:
         files = read_encoder(encoder, path, int8=int8)
     except (ValueError, OSError) as e:
@@ -299,7 +305,7 @@ def load_embedder(
             f"Cannot read the {encoder} weights in {path}: {e}. {install_hint(spec, True)}"
         ) from e
     options = session_options(threads)
-    model_id = spec.model_id + (INT8_MODEL_SUFFIX if int8 else "")
+    model_id = spec.model_id + (INT8_MODEL_SUFFIXES[encoder] if int8 else "")
     graph = shipped_graph(graph_name(encoder, int8))
     tokenizer = loader.tokenizer_for(files)
     feeds, probe, words = files.weights.feeds(), files.weights.probe, files.words

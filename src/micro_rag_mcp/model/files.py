@@ -80,13 +80,14 @@ E5_SMALL = Encoder(
     multilingual=True,
 )
 ENCODERS: dict[EncoderName, Encoder] = {MINILM.key: MINILM, E5_SMALL.key: E5_SMALL}
-INT8 = "+int8"  # the graph of an encoder's int8 products (MiniLM's --model-precision int8)
+INT8 = "+int8"  # the graph of an encoder's int8 products (--model-precision int8)
 # Each shipped graph (GRAPH_DIR/<name>.onnx) by name, and its sha256 as
 # scripts/make_graphs.py printed it.
 GRAPHS: dict[str, str] = {
     "minilm": "6d6cc4d58fe0680be419cf433fbcb2cee6e7507a3bfcbe87fedc7997eee383a2",
     "minilm+int8": "b55e3e96a32992eb8c0bf2bc35e2a344b735491a467da971649d741f81b3264f",
     "e5-small": "067605bba278c207661a53488d99101c4d46692d8cde241f3dffd4594124891f",
+    "e5-small+int8": "db0f01f9ff24eb3a962f6cd332305432f2ac2b96247ddbd05a27829c74b4ec0f",
 }
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from micro_rag_mcp.model.bert_graph import BertConfig
-from micro_rag_mcp.model.e5_graph import E5Weights, e5_config
+from micro_rag_mcp.model.e5_graph import INT8_KEPT, E5Weights, e5_config
 from micro_rag_mcp.model.external_weights import ExternalWeights, Int8Products
 from micro_rag_mcp.model.files import INT8, MINILM_DIR, EncoderName
 from micro_rag_mcp.model.minilm_int8 import read_int8_minilm
@@ -40,16 +40,18 @@ def minilm_config() -> BertConfig:
 def read_encoder(encoder: EncoderName, path: Path, *, int8: bool = False) -> EncoderFiles:
     """Read ``encoder``'s weights file; ``ValueError`` or ``OSError`` if it cannot be.
 
-    ``int8`` (MiniLM only): its products kept int8, for ``DynamicQuantizeMatMul``.
+    ``int8``: the products on int8 weights, for ``DynamicQuantizeMatMul`` (MiniLM's as
+    shipped, e5's requantized from its 4-bit blocks), but for a few kept as they were.
     """
     if encoder == "e5-small":
         packed = read_packed_e5(path)
-        return EncoderFiles(E5Weights(packed), e5_config(packed), packed.vocabulary, packed.words)
+        e5 = E5Weights(packed, int8=int8, kept=INT8_KEPT)
+        return EncoderFiles(e5, e5_config(packed), packed.vocabulary, packed.words)
     config = minilm_config()
     minilm = read_int8_minilm(path, config.num_layers)
     if int8:
-        weights = Int8Products(minilm.tensors, minilm.table, minilm.products)
-        return EncoderFiles(weights, config, None)
+        products = Int8Products(minilm.tensors, minilm.table, minilm.products)
+        return EncoderFiles(products, config, None)
     return EncoderFiles(ExternalWeights(minilm.tensors, minilm.table), config, None)
 
 
@@ -60,7 +62,7 @@ def graph_name(encoder: EncoderName, int8: bool) -> str:
 
 def encoder_of(name: str) -> EncoderName:
     """The encoder whose weights the shipped graph ``name`` declares."""
-    return "e5-small" if name == "e5-small" else "minilm"
+    return "e5-small" if name.startswith("e5-small") else "minilm"
 
 
 def graph_bytes(name: str, path: Path) -> bytes:

@@ -257,3 +257,20 @@ def matrix(packed: PackedE5, name: str, cols: int) -> tuple[npt.NDArray[Any], np
     per_row = cols // BLOCK
     rows = values.shape[0] // per_row
     return values.reshape(rows, per_row, BLOCK // 2), scales
+
+
+def int8_matrix(
+    values: npt.NDArray[np.uint8], scales: npt.NDArray[np.float32]
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """A 4-bit matrix (``matrix``'s ``[rows, cols // 32, 16]`` values and block scales)
+    as ``DynamicQuantizeMatMul`` takes it: int8 ``[cols, rows]`` and a float32 scale per
+    row of the original (an output), its largest weight at 127. The 4-bit weights are
+    widened first, one matrix at a time."""
+    rows, blocks, _ = values.shape
+    nibbles = np.stack([values & 0x0F, values >> 4], axis=-1).reshape(rows, blocks, BLOCK)
+    weights = (nibbles.astype(np.float32) - 8) * scales.reshape(rows, blocks, 1)
+    weights = weights.reshape(rows, blocks * BLOCK)
+    largest = np.abs(weights).max(axis=1)
+    column_scales = np.where(largest > 0, largest / 127, 1).astype(np.float32)
+    quantized = np.rint(weights / column_scales[:, None]).astype(np.int8)
+    return np.ascontiguousarray(quantized.T), column_scales

@@ -85,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--model-precision",
         choices=("fp32", "int8"),
         default="fp32",
-        help="Encoder precision: int8 embeds about 1.9x faster and ranks slightly worse "
-        "(default: fp32). Changing it re-embeds the index.",
+        help="Encoder precision: int8 embeds about 1.7-1.9x faster and ranks slightly "
+        "worse (default: fp32). Changing it re-embeds the index.",
     )
     p.add_argument(
         "--model",

@@ -137,9 +137,8 @@ class ModelLease:
 
 
 def model_key(encoder: ModelName, precision: Precision) -> ModelKey:
-    """What tells two loaded models apart: the encoder, and MiniLM's precision (e5-small
-    has one precision only)."""
-    return encoder, precision if encoder == "minilm" else "fp32"
+    """What tells two loaded models apart: the encoder and its precision."""
+    return encoder, precision
 
 
 class Index:

@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from micro_rag_mcp.model.packed_e5 import BLOCK, MAGIC, WORD_TABLE, read_packed_e5, repack_q4
+from micro_rag_mcp.model.packed_e5 import (
+    BLOCK,
+    MAGIC,
+    WORD_TABLE,
+    read_packed_e5,
+    repack_q4,
+)
 
 ROWS, COLS = 1027, 1024  # 32,864 blocks: more than one slice, the last one short
 HIDDEN = 384  # the header's
@@ -96,6 +102,22 @@ def test_word_rows_are_read_from_the_file_and_widened_as_the_session_widened_the
     assert np.array_equal(table.vectors(ids), want[ids])
     with pytest.raises(IndexError):
         table.vectors(np.array([[40]]))
+
+
+def test_a_refused_file_is_let_go(tmp_path: Path) -> None:
+    """A damaged file is not held open (its mapping is closed before the error)."""
+    path = tmp_path / "e5.bin"
+    _file(path, {"b": (0, 64, bytes(256))})  # no word table
+    fds = Path("/proc/self/fd")
+    if not fds.exists():
+        pytest.skip("no /proc/self/fd to count open files by")
+    before = len(list(fds.iterdir()))
+    with pytest.raises(ValueError, match="no word table") as refused:
+        read_packed_e5(path)
+    # the error's traceback, kept here as a caller's log would keep it, holds the reader's
+    # frames: the mapping must not be theirs to keep open
+    assert refused.tb is not None
+    assert len(list(fds.iterdir())) == before
 
 
 def test_a_cut_file_is_refused(tmp_path: Path) -> None:

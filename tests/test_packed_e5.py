@@ -12,8 +12,10 @@ import pytest
 
 from micro_rag_mcp.model.packed_e5 import (
     BLOCK,
+    INT8_LIMIT,
     MAGIC,
     WORD_TABLE,
+    int8_matrix,
     read_packed_e5,
     repack_q4,
 )
@@ -102,6 +104,27 @@ def test_word_rows_are_read_from_the_file_and_widened_as_the_session_widened_the
     assert np.array_equal(table.vectors(ids), want[ids])
     with pytest.raises(IndexError):
         table.vectors(np.array([[40]]))
+
+
+def test_a_4_bit_matrix_requantized_to_int8_keeps_each_weight_within_half_a_step() -> None:
+    """``DynamicQuantizeMatMul``'s layout: ``[cols, rows]``, a scale per row of the
+    original, the largest weight at ``INT8_LIMIT``; a row of zeros gets scale 1."""
+    rows, cols = 6, 3 * BLOCK
+    raw = _blocks(np.random.default_rng(5), rows * cols // BLOCK)
+    raw[2 * 3 : 3 * 3, 2:] = 0x88  # row 2: every value 8, every weight 0
+    values, scales = repack_q4(raw)
+    values = values.reshape(rows, cols // BLOCK, BLOCK // 2)
+    weights, column_scales = int8_matrix(values, scales.astype(np.float32))
+    assert weights.dtype == np.int8 and weights.shape == (cols, rows)
+    assert column_scales.dtype == np.float32 and column_scales.shape == (rows,)
+    blocks = raw.reshape(rows, cols // BLOCK, 18)
+    block_scales = blocks[..., :2].copy().view("<f2").astype(np.float32)
+    nibbles = np.concatenate([blocks[..., 2:] & 0x0F, blocks[..., 2:] >> 4], axis=-1)
+    want = ((nibbles.astype(np.float32) - 8) * block_scales).reshape(rows, cols)
+    assert int(np.abs(weights).max()) == INT8_LIMIT
+    assert column_scales[2] == 1 and not weights[:, 2].any()
+    error = np.abs(weights.T * column_scales[:, None] - want)
+    assert np.all(error <= column_scales[:, None] / 2 + 1e-6)
 
 
 def test_a_refused_file_is_let_go(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ INT8_SUFFIX = "+int8"  # in the model id of the quantized encoder (handle.record
 INT8_MODEL_SUFFIX = INT8_SUFFIX + "/w8f3"
 INT8_MODEL_SUFFIXES: dict[EncoderName, str] = {
     "minilm": INT8_MODEL_SUFFIX,
-    "e5-small": INT8_SUFFIX + "/w8k12",  # twelve products kept 4-bit
+    "e5-small": INT8_SUFFIX + "/w7k12",  # 7-bit weights, twelve products kept 4-bit
 }
 DIMENSION = 384
 # MiniLM: a run of 32 texts of 256 tokens peaked at 682 MB, of 8 at 291 MB, at the same

@@ -275,18 +275,25 @@ def matrix(packed: PackedE5, name: str, cols: int) -> tuple[npt.NDArray[Any], np
     return values.reshape(rows, per_row, BLOCK // 2), scales
 
 
+INT8_LIMIT = 63  # 7 bits: u8 x s8 pairs summed in int16 (AVX2 without VNNI) cannot saturate
+
+
 def int8_matrix(
     values: npt.NDArray[np.uint8], scales: npt.NDArray[np.float32]
 ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """A 4-bit matrix (``matrix``'s ``[rows, cols // 32, 16]`` values and block scales)
     as ``DynamicQuantizeMatMul`` takes it: int8 ``[cols, rows]`` and a float32 scale per
-    row of the original (an output), its largest weight at 127. The 4-bit weights are
-    widened first, one matrix at a time."""
+    row of the original (an output), its largest weight at ``INT8_LIMIT``. The 4-bit
+    weights are widened first, one matrix at a time.
+
+    Seven bits, not eight: onnxruntime multiplies uint8 activations by these on AVX2 with
+    ``vpmaddubsw``, which adds two products into an int16 and saturates past 32,767
+    (2 x 255 x 127 would); CPUs with VNNI do not, so this machine could not show it."""
     rows, blocks, _ = values.shape
     nibbles = np.stack([values & 0x0F, values >> 4], axis=-1).reshape(rows, blocks, BLOCK)
     weights = (nibbles.astype(np.float32) - 8) * scales.reshape(rows, blocks, 1)
     weights = weights.reshape(rows, blocks * BLOCK)
     largest = np.abs(weights).max(axis=1)
-    column_scales = np.where(largest > 0, largest / 127, 1).astype(np.float32)
+    column_scales = np.where(largest > 0, largest / INT8_LIMIT, 1).astype(np.float32)
     quantized = np.rint(weights / column_scales[:, None]).astype(np.int8)
     return np.ascontiguousarray(quantized.T), column_scales

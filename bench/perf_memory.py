@@ -118,10 +118,11 @@ def write_folder(data: Path, files: int, paragraphs: int, seed: int) -> None:
 
 
 def server_argv(data: Path, model: str = "minilm") -> list[str]:
-    """A server's flags; ``model`` is an encoder, or MiniLM at a precision (minilm-int8)."""
-    encoder, dash, precision = (
-        model.partition("-") if model.startswith("minilm-") else (model, "", "")
-    )
+    """A server's flags; ``model`` is an encoder, or one at a precision (``minilm-int8``,
+    ``minilm-fp32``, ``e5-small-int8``)."""
+    encoder, dash, precision = model.rpartition("-")
+    if not dash or precision not in ("fp32", "int8"):
+        encoder, dash, precision = model, "", ""
     return [
         "--data-folder", str(data), "--title", "bench", "--inst", "Search the bench folder.",
         "--model", encoder, *(["--model-precision", precision] if dash else []),
@@ -322,7 +323,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-model",
         default="minilm",
         help="the encoder the servers of the 'five' part index with (minilm, e5-small; "
-        "minilm-fp32, minilm-int8: MiniLM at that --model-precision)",
+        "with -fp32 or -int8, e.g. e5-small-int8: at that --model-precision)",
     )
     parser.add_argument(
         "--memory-server-src",

@@ -144,6 +144,11 @@ def test_e5_tokens_are_its_sentencepiece_pieces() -> None:
     assert tokens("ＡＢＣ  def") == tokens("ABC def")
     assert len(tokenizer.encode_batch(["wort " * 2000])[0].ids) == 512
     assert tokens("東京")[0] == "<s>" and tokens("東京")[-1] == "</s>"
+    before = tokens("Hello world 東京")
+    assert tokenizer._cache  # the words seen, kept for the next texts
+    tokenizer.forget()  # as an idle embedder does
+    assert tokenizer._cache == {}
+    assert tokens("Hello world 東京") == before
 
 
 @pytest.mark.slow

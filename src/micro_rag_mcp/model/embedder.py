@@ -4,8 +4,9 @@ The encoders (``files``): all-MiniLM-L6-v2 (English) and multilingual-e5-small. 
 weights come from pip packages and are checked against a pinned sha256, read into arrays
 (``graphs``) and handed to a session on a small ONNX graph that declares them
 (``bert_graph``), shipped in this package and pinned by sha256 too
-(``files.shipped_graph``). Nothing is downloaded. Heavy libraries are imported only when a model
-is loaded (``loader``).
+(``files.shipped_graph``). e5's word table is the exception: read from its file as each
+batch needs its rows, fed to the graph as an input (``WordVectors``). Nothing is
+downloaded. Heavy libraries are imported only when a model is loaded (``loader``).
 """
 
 from __future__ import annotations

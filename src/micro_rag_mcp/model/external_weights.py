@@ -113,7 +113,7 @@ def session_copied(
     """Whether ``session`` holds its own copy of the ``arrays`` it was given.
 
     onnxruntime (1.32) copies each external initializer into the session as it starts, so
-    the arrays only double the model's memory (e5: 11 MB, MiniLM: 50) once it has; but its
+    the arrays only double the model's memory (e5: 11 MB at 4-bit, MiniLM: 50) once it has; but its
     contract lets it use them where they lie. So ask it: double the array ``probe`` (one
     ``feeds`` reads) for a moment; a session that reads the arrays embeds ``feeds``
     differently. The array is put back whatever the answer (a power of two, exactly). An

@@ -133,3 +133,34 @@ def test_other_settings_on_a_shared_index_are_refused_in_one_sentence(
     sentence = str(refused.value)
     assert flag in sentence and str(data / "index") in sentence and "\n" not in sentence
     assert [s.title for s in recorded.indexes.sessions(data / "index")] == ["A"]
+
+
+def test_an_engine_no_session_uses_steps_aside_for_other_settings(
+    tmp_path: Path, recorded: Recorded
+) -> None:
+    """Lingering after its last session, an engine would otherwise refuse a launch with
+    other settings, and its watcher build the index back to its own at the next change."""
+    recorded.indexes.linger_s = 3600  # it lingers for the whole test
+    data = folder(tmp_path, "alpha")
+    first = recorded.indexes.attach(make_settings(data), session("A"))
+    first.start()
+    first.load_model()
+    first.reindex()
+    first.stop()
+    assert recorded.indexes.sessions(data / "index") == []
+    second = recorded.indexes.attach(make_settings(data, model="e5-small"), session("B"))
+    second.start()
+    second.load_model()
+    second.reindex()
+    assert len(recorded.engines) == 2
+    space = second.status().vector_model
+    assert space is not None and space.startswith("e5-small-fake")
+    # the engine that stepped aside stopped, and gave its model back
+    eventually(
+        lambda: recorded.indexes.models.keys == [("e5-small", "fp32")],
+        "the engine that stepped aside stopped",
+    )
+    # while B uses it, other settings are refused as before
+    with pytest.raises(ConfigError, match="--model: e5-small, not auto"):
+        recorded.indexes.attach(make_settings(data), session("C"))
+    second.stop()

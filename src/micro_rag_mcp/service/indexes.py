@@ -8,8 +8,11 @@ client that restarts finds it warm), then stops; a model goes with the last engi
 took it.
 
 A session whose settings would change how the shared index is built (its chunking,
-encoder, precision, file types, exclusions or size limit) is refused with one sentence,
-never served a mix.
+encoder, precision, file types, exclusions or size limit) is refused with one sentence
+while another session uses the index, never served a mix. An engine that only lingers
+(no session left) steps aside for it instead: it stops, and the index is opened anew
+with the new settings (left to linger, its watcher would build the index back to the old
+ones at the folder's next change).
 """
 
 from __future__ import annotations
@@ -191,8 +194,20 @@ class Indexes:
     def attach(self, settings: Settings, info: SessionInfo) -> SessionStore:
         """A session's handle on the shared index of ``settings``; ConfigError if that
         index is served with settings that build it otherwise."""
+        retired = None
         with self._lock:
             index = self._by_folder.get(settings.index_folder)
+            if index is not None and not index.stopping and not index.sessions:
+                differs = _differs(index.settings, settings)
+                if differs:  # lingering: it steps aside
+                    logger.info(
+                        "%s is asked for with other settings (%s) and no session uses it: "
+                        "stopping its engine to open it anew",
+                        settings.index_folder,
+                        differs,
+                    )
+                    index.stopping = True
+                    retired = index
             if index is None or index.stopping:  # a stopping engine finishes alone
                 lease = self.models.lease(settings)
                 store = self._open_store(settings, lease.loader)
@@ -203,7 +218,13 @@ class Indexes:
             self._next += 1
             key = self._next
             index.sessions[key] = info
+        if retired is not None:  # never in the caller's thread: a pass may be stopping
+            threading.Thread(target=self._retire, args=(retired,), daemon=True).start()
         return SessionStore(index, lambda: self._detach(index, key))
+
+    def _retire(self, index: Index) -> None:
+        index.stop()
+        index.lease.end()
 
     def sessions(self, index_folder: Path) -> list[SessionInfo]:
         with self._lock:
@@ -254,15 +275,24 @@ class Indexes:
             index.stop()
 
 
-def _check_compatible(served: Settings, asked: Settings) -> None:
+def _differs(served: Settings, asked: Settings) -> str:
+    """The first setting that builds the index otherwise, as ``--flag: theirs, not ours``
+    ("" if none)."""
     for name, flag in _BUILT_BY:
         theirs, ours = getattr(served, name), getattr(asked, name)
         if theirs != ours:
-            raise ConfigError(
-                f"the index {served.index_folder} is served to another session with other "
-                f"settings ({flag}: {_shown(theirs)}, not {_shown(ours)}); start this one "
-                "with the same flags, or give it its own --index-folder"
-            )
+            return f"{flag}: {_shown(theirs)}, not {_shown(ours)}"
+    return ""
+
+
+def _check_compatible(served: Settings, asked: Settings) -> None:
+    differs = _differs(served, asked)
+    if differs:
+        raise ConfigError(
+            f"the index {served.index_folder} is served to another session with other "
+            f"settings ({differs}); start this one with the same flags, or give it its own "
+            "--index-folder"
+        )
 
 
 def _shown(value: object) -> str:

@@ -139,3 +139,15 @@ def test_the_cli_says_how_to_read_a_name_that_starts_with_a_dash(
     with pytest.raises(SystemExit):
         cli_main(["read", str(tmp_path), "-leading-dash.txt"])
     assert "put -- before a name that starts with '-'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--model", "--model-precision"])
+def test_the_cli_says_the_encoder_is_chosen_where_the_index_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["index", str(tmp_path), flag, "int8"])
+    err = capsys.readouterr().err
+    assert f"{flag} is a flag of micro-rag-mcp, which builds the index with it" in err
+    assert "put -- before" not in err and err.count("\n") == 1
+    assert not (tmp_path / "index").exists()

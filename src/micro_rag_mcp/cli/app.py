@@ -80,11 +80,23 @@ def _at_most(chars: int) -> Callable[[str], str]:
     return check
 
 
+# The server's flags that choose how vectors are made: an index keeps what it was built with
+_SERVER_ONLY = ("--model", "--model-precision")
+
+
 class CommandParser(OneLineParser):
-    """Also says how to pass a name that starts with ``-``, which argparse takes for a flag."""
+    """Also says how to pass a name that starts with ``-``, which argparse takes for a flag,
+    and where the encoder's flags belong."""
 
     def error(self, message: str) -> NoReturn:
-        if "unrecognized arguments: -" in message or "are required: PATH" in message:
+        unknown = message.partition("unrecognized arguments: ")[2].split()
+        flag = unknown[0].partition("=")[0] if unknown else ""
+        if flag in _SERVER_ONLY:
+            message += (
+                f"; {flag} is a flag of micro-rag-mcp, which builds the index with it; "
+                "micro-rag uses what the index was built with"
+            )
+        elif "unrecognized arguments: -" in message or "are required: PATH" in message:
             message += (
                 "; put -- before a name that starts with '-' (micro-rag read FOLDER -- -a.txt)"
             )

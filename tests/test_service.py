@@ -136,12 +136,17 @@ def test_ten_racing_launches_start_one_service(tmp_path: Path, service_runtime: 
         launch.stdin.write(json.dumps(initialize).encode() + b"\n")
         launch.stdin.flush()
         names.append(json.loads(launch.stdout.readline())["result"]["serverInfo"]["name"])
-    pids = set()
+    pids, logs = set(), set()
     for launch in launches:
         _, err = launch.communicate(b"", timeout=60)
-        pids |= {line.split("(process ")[1].rstrip(")") for line in _lines(err, "through")}
+        for line in _lines(err, "through"):
+            pid, _, log = line.split("(process ")[1].rstrip(")").partition("; its log: ")
+            pids.add(pid)
+            logs.add(log)
     assert names == ["Docs"] * 10
     assert len(pids) == 1, pids
+    (log,) = logs  # each launch says where the service it joined writes its log
+    assert Path(log).name == "service.log" and Path(log).is_file()
 
 
 def _lines(err: bytes, word: str) -> list[str]:

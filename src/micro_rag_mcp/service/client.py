@@ -17,7 +17,7 @@ from pathlib import Path
 
 from micro_rag_mcp.core.settings import Settings
 from micro_rag_mcp.service.launch import Hello, Refused, ServiceUnavailable, connect, hello
-from micro_rag_mcp.service.runtime import ServiceDir, UnsafeDirectory, install_key
+from micro_rag_mcp.service.runtime import LOG, ServiceDir, UnsafeDirectory, install_key
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,12 @@ def serve_via_service(
             except BaseException:
                 sock.close()
                 raise
-            logger.info("serving %s through the service (process %d)", settings.data_folder, pid)
+            logger.info(
+                "serving %s through the service (process %d; its log: %s)",
+                settings.data_folder,
+                pid,
+                where.path / LOG,
+            )
             return sock
         raise ServiceUnavailable("the service closed every connection at once")
 

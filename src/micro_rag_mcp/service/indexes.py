@@ -222,10 +222,6 @@ class Indexes:
             threading.Thread(target=self._retire, args=(retired,), daemon=True).start()
         return SessionStore(index, lambda: self._detach(index, key))
 
-    def _retire(self, index: Index) -> None:
-        index.stop()
-        index.lease.end()
-
     def sessions(self, index_folder: Path) -> list[SessionInfo]:
         with self._lock:
             index = self._by_folder.get(index_folder)
@@ -261,10 +257,15 @@ class Indexes:
                 return
             index.stopping = True
         logger.info("no session uses %s: stopping its engine", folder)
+        self._retire(index)
+
+    def _retire(self, index: Index) -> None:
+        """Stop ``index`` (marked ``stopping``) and give its model back; it leaves the
+        table unless another engine of its folder took its place there."""
         index.stop()
         with self._lock:
-            if self._by_folder.get(folder) is index:
-                del self._by_folder[folder]
+            if self._by_folder.get(index.settings.index_folder) is index:
+                del self._by_folder[index.settings.index_folder]
         index.lease.end()
 
     def stop_all(self) -> None:

@@ -298,16 +298,15 @@ def load_embedder(
     started = time.perf_counter()
     spec = ENCODERS[encoder]
     path = find_weights(spec) if weights_file is None else verify_weights(spec, weights_file)
-    int8 = quantize
     try:
-        files = read_encoder(encoder, path, int8=int8)
+        files = read_encoder(encoder, path, int8=quantize)
     except (ValueError, OSError) as e:
         raise ModelUnavailable(
             f"Cannot read the {encoder} weights in {path}: {e}. {install_hint(spec, True)}"
         ) from e
     options = session_options(threads)
-    model_id = spec.model_id + (INT8_MODEL_SUFFIXES[encoder] if int8 else "")
-    graph = shipped_graph(graph_name(encoder, int8))
+    model_id = spec.model_id + (INT8_MODEL_SUFFIXES[encoder] if quantize else "")
+    graph = shipped_graph(graph_name(encoder, quantize))
     tokenizer = loader.tokenizer_for(files)
     feeds, probe, words = files.weights.feeds(), files.weights.probe, files.words
     del files  # what the feeds do not hold (MiniLM's untransposed products, e5's vocabulary)

@@ -37,6 +37,11 @@ class IndexWriteError(MicroRagError):
     """The index folder cannot be written (read-only, full, or gone)."""
 
 
+class OtherSettings(IndexWriteError):
+    """Another process re-made the index with other settings since this one wrote it:
+    this one leaves the index to it (``passes.writer``)."""
+
+
 class DataFolderGone(IndexWriteError):
     """The data folder is gone (deleted, moved, unmounted): nothing is indexed until it is
     back, and no index is made anew inside a folder that does not exist."""

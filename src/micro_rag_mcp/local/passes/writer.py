@@ -18,6 +18,7 @@ Vectors embedded before a stop are saved.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -27,7 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from micro_rag_mcp.core.errors import DataFolderGone, IndexBusy, IndexWriteError, Stopped
+from micro_rag_mcp.core.errors import (
+    DataFolderGone,
+    IndexBusy,
+    IndexWriteError,
+    OtherSettings,
+    Stopped,
+)
 from micro_rag_mcp.core.fsutil import LockRecord, WriterLock, describe_holder
 from micro_rag_mcp.core.pace import ProgressLog
 from micro_rag_mcp.core.results import ModelState, Progress, ProgressFn, ReindexReport
@@ -99,6 +106,8 @@ class Writer:
         self._client = False  # a client's pass runs or waits for its turn
         self.write_fault: str | None = None  # why the last pass could not write the index
         self.wrote = False  # a pass of this process has written the index
+        # The catalog's id and recorded settings as this process's last pass left them.
+        self._left: dict[str, str | None] | None = None
 
     @property
     def running(self) -> bool:
@@ -231,7 +240,10 @@ class Writer:
         if rebuilding:
             vectors = VectorCache(target, self._vectors.approximate_from)
         catalog = open_for_writing(target)
+        checked = False
         try:
+            self._check_left(catalog)
+            checked = True
             if rebuilding:  # every file, read into the new index
                 seed_vectors(self.paths, target, catalog)
                 scope, force = None, False
@@ -269,11 +281,37 @@ class Writer:
             failed = [(p, r) for p, r in catalog.failures() if scope is None or scope.matches(p)]
             done = result.counts.report(failed, stats.chunks, result.embedded, started)
         finally:
+            if checked:  # whatever the pass got to: none but it wrote the index meanwhile
+                with contextlib.suppress(sqlite3.Error):
+                    self._left = _settings_of(catalog)
             catalog.close()
         if rebuilding:
             swap_in(self.paths)
             self._vectors.forget()
         return done
+
+    def _check_left(self, catalog: Catalog) -> None:
+        """Refuse the pass if another process re-made the index with other settings since
+        this one last wrote it (another ``--model``, ``--model-precision``, chunking or
+        file types): the two would otherwise undo each other's work at every change, each
+        re-embedding the whole folder. The process that came last keeps the index."""
+        left = self._left
+        if left is None:
+            return
+        now = _settings_of(catalog)
+        if now["catalog_id"] != left["catalog_id"]:
+            return  # another catalog (rebuilt, or made anew): this one has not written it
+        changed = [
+            f"{key} ({_change(left[key] or 'none', now[key] or 'none')})"
+            for key in _SETTINGS
+            if now[key] != left[key]
+        ]
+        if changed:
+            raise OtherSettings(
+                f"another process re-made this index with other settings since this server "
+                f"wrote it ({'; '.join(changed)}): this server leaves the index to it; "
+                "restart this server to index with its own settings"
+            )
 
     def _chooser(self, catalog: Catalog) -> Chooser | None:
         """For ``--model auto`` before its choice: the encoder the index recorded, else
@@ -312,6 +350,16 @@ def _only_unreadable_differ(stored: str | None, settings: Settings) -> bool:
     except (ValueError, TypeError, KeyError):
         return False
     return bool(extra) and extra <= lacking(settings.readers) and recorded == ours
+
+
+# The settings a catalog records (``_record``, ``VectorCache.for_writer``): a writer with
+# others re-chunks, re-scopes or re-embeds the folder.
+_SETTINGS = ("vector_model", "chunking", "scope")
+
+
+def _settings_of(catalog: Catalog) -> dict[str, str | None]:
+    """The catalog's id and the settings it records."""
+    return {key: catalog.get_meta(key) for key in ("catalog_id", *_SETTINGS)}
 
 
 def _record(catalog: Catalog, key: str, value: str, consequence: str) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from micro_rag_mcp.local.catalog import Catalog
-from micro_rag_mcp.local.catalog.words import indexed
+from micro_rag_mcp.local.catalog.words import MARK_KEY, RUN_MARK, hashed
 from micro_rag_mcp.local.engine import Engine
 from micro_rag_mcp.text.cjk import has_cjk
 from tests.fakes import FakeEmbedder
@@ -117,21 +117,70 @@ def test_a_cjk_chunk_is_stored_compressed_and_read_back_whole(engine: Engine, da
     assert hit.chunk.path == "zh.txt" and hit.chunk.text.strip() == text.strip()
 
 
-def test_a_cjk_word_is_indexed_as_its_hash_and_found_whole(engine: Engine, data: Path) -> None:
-    (data / "a.txt").write_text("東京都庁の職員 met Tokyo staff.", encoding="utf-8")
-    (data / "b.txt").write_text("東京都庁 alone, and staff.", encoding="utf-8")
-    engine.reindex()
-    conn = sqlite3.connect(data / "index" / "catalog.sqlite3")
+def word_index(index: Path) -> dict[str, int]:
+    """Each word of the word index with how many rows hold it."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
     conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, chunks_fts, row)")
-    terms = {str(r[0]) for r in conn.execute("SELECT term FROM temp.words")}
+    found = {str(t): int(d) for t, d in conn.execute("SELECT term, doc FROM temp.words")}
     conn.close()
-    assert indexed("東京都庁の職員") in terms and "tokyo" in terms
-    assert not any(has_cjk(t) for t in terms)
-    assert indexed("Staff 東京都庁") == f"Staff {indexed('東京都庁')}" != "Staff 東京都庁"
+    return found
+
+
+def row_lengths(index: Path) -> list[str]:
+    """The word index's row sizes (FTS5's own record of each row's words, per column)."""
+    conn = sqlite3.connect(index / "catalog.sqlite3")
+    found = [bytes(r[0]).hex() for r in conn.execute("SELECT sz FROM chunks_fts_docsize")]
+    conn.close()
+    return found
+
+
+def test_a_long_cjk_run_is_one_mark_in_the_word_index_a_short_one_its_hash(
+    engine: Engine, data: Path
+) -> None:
+    clause = "東京都庁の職員が毎朝会議を開く"  # 15 characters: a clause
+    (data / "a.txt").write_text(f"{clause} met Tokyo staff.", encoding="utf-8")
+    (data / "b.txt").write_text("大阪の港、デスマスク and its staff.", encoding="utf-8")
+    engine.reindex()
+    terms = word_index(data / "index")
+    assert terms[RUN_MARK] == 1 and terms["tokyo"] == 1 and terms["staff"] == 2
+    assert terms[hashed("大阪の港")] == 1 and terms[hashed("デスマスク")] == 1
+    assert hashed(clause) not in terms and not any(has_cjk(t) for t in terms)
+    assert engine.search(clause, 5).hits[0].chunk.path == "a.txt"  # by its pairs
     catalog = Catalog.open_reader(data / "index" / "catalog.sqlite3")
     try:
-        for word, path in (("東京都庁の職員", "a.txt"), ("東京都庁", "b.txt")):
-            found = catalog.keywords.keyword_search(f'"{word}"', 5)
-            assert [catalog.chunks.fetch([c])[c].path for c, _ in found] == [path]
+        found = catalog.keywords.keyword_search('"デスマスク"', 5)  # the word itself
+        assert [catalog.chunks.fetch([c])[c].path for c, _ in found] == ["b.txt"]
     finally:
         catalog.close()
+
+
+def test_a_catalog_made_before_the_mark_keeps_hashing_its_runs(
+    engine: Engine, data: Path, tmp_path: Path
+) -> None:
+    # Its rows were written with each run's hash, and a contentless row is deleted by the
+    # words it was made of: a catalog is written one way all its life.
+    engine.reindex()  # an empty folder: the catalog is made, no row written
+    catalog = Catalog.open(data / "index" / "catalog.sqlite3")
+    with catalog.transaction() as conn:
+        conn.execute("DELETE FROM meta WHERE key = ?", (MARK_KEY,))
+    catalog.close()
+    clause = "東京都庁の職員が毎朝会議を開く"
+    (data / "a.txt").write_text(f"{clause} met Tokyo staff.", encoding="utf-8")
+    engine.reindex()
+    before = word_index(data / "index")
+    assert before[hashed(clause)] == 1 and RUN_MARK not in before
+    (data / "a.txt").write_text(f"大阪の港 met Osaka staff, {clause[::-1]}.", encoding="utf-8")
+    engine.reindex()
+    after = word_index(data / "index")
+    assert hashed(clause) not in after and "tokyo" not in after
+    assert after[hashed("大阪の港")] == 1 and after["osaka"] == 1
+    # The same lengths a marked catalog gives the same text: BM25 reads the same rows.
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "a.txt").write_bytes((data / "a.txt").read_bytes())
+    fresh = Engine(make_settings(copy, index_folder=tmp_path / "fresh"), FakeEmbedder)
+    fresh.load_model()
+    fresh.reindex()
+    fresh.stop()
+    assert row_lengths(tmp_path / "fresh") == row_lengths(data / "index")
+    assert word_index(tmp_path / "fresh")[RUN_MARK] == 1

@@ -37,10 +37,20 @@ def test_a_paragraph_searches_each_of_its_words_once() -> None:
 def test_a_long_cjk_query_is_planned_against_whole_files_unless_the_lever_is_off() -> None:
     plan = plan_query(DESCRIPTION, SearchParams())
     assert plan.whole_files and plan.grams and plan.read_share == 0.0
-    assert not any("\u4e00" <= ch <= "\u9fff" for w in plan.words for ch in w)
     passages = plan_query(DESCRIPTION, SearchParams(whole_files=False))
     assert not passages.whole_files and passages.grams == plan.grams
-    assert passages.words  # its runs are searched as words again
+
+
+def test_a_short_cjk_run_is_searched_as_a_word_a_clause_by_its_pairs() -> None:
+    # A run of CJK characters is one word to the index: a short one is a name or a title
+    # a question quotes whole; a clause is searched by its pairs alone.
+    plan = plan_query("「デスマスク」の著者は誰なの?", SearchParams())
+    assert "デスマスク" in plan.words and plan.grams
+    assert "の著者は誰なの" in plan.words  # seven characters
+    clause = plan_query("秋に産卵するタナゴ類とは本種の他に何がありますか", SearchParams())
+    assert clause.grams and clause.keyword and not clause.words
+    assert plan_query("Tokyo 東京都庁", SearchParams()).words == ("tokyo", "東京都庁")
+    assert not plan_query(DESCRIPTION, SearchParams()).words  # a long query: pairs alone
 
 
 def test_a_channel_switched_off_is_not_planned() -> None:

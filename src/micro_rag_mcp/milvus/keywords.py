@@ -184,7 +184,11 @@ def keyword_parts(
     having = {p: sample.share(p) * among[p] for p in phrases}
     shares = {p: sample.share(p) for p in phrases}
     # Words and bigrams are chosen apart, as the embedded store searches them (two tables).
-    kept = set(searched_terms(list(dict.fromkeys(p for p in phrases if p not in grams)), shares))
+    kept = set(
+        searched_terms(
+            list(dict.fromkeys(p for p in phrases if p not in grams)), shares, alone=not grams
+        )
+    )
     kept |= set(searched_terms(list(dict.fromkeys(grams)), shares))
     pairs = set(grams)
     asked = [p for p in phrases if p in kept and p not in pairs]

@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from micro_rag_mcp.search.documents import is_long
 from micro_rag_mcp.search.fusion import SearchParams
 from micro_rag_mcp.search.terms import code_share, names_identifier, query_terms
-from micro_rag_mcp.text.cjk import has_cjk, query_gram_counts, read_share
+from micro_rag_mcp.text.cjk import RUN_CHARS, has_cjk, query_gram_counts, read_share
 
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
     """What a search looks for (see the module docstring).
 
-    ``words`` are the keyword channel's words, each once;
+    ``words`` are the keyword channel's words, each once (CJK runs only if short);
     ``grams`` each CJK pair with how often the query holds it; ``whole_files``: the pairs
-    are also matched against whole files (and the CJK runs are not searched as words).
+    are also matched against whole files.
     ``read_share``: how much of the query the encoder makes sense of, the vector
     channel's weight (``fusion.vector_weight``): not its CJK text (``cjk.read_share``)
     unless the encoder reads every language and the query is short (a long one, matched
@@ -58,9 +58,10 @@ def plan_query(query: str, params: SearchParams) -> QueryPlan:
         words = query_terms(query, stopwords=stopwords)
         grams = query_gram_counts(query)
         whole = params.whole_files and is_long(grams)
-        # A long CJK query's runs are matched by their pairs, in passages and whole
-        # files; as words (a run is one FTS5 token) they only add exact repeats of a clause.
-        words = [t for t in words if not has_cjk(t)] if whole else words
+        # A CJK run is one word to either store's index. A short one (a name, a title)
+        # is searched as a word beside its pairs; a longer one, a clause, by its pairs
+        # alone, and a long query's runs all so (local/catalog/words.py).
+        words = [t for t in words if not has_cjk(t) or (not whole and len(t) <= RUN_CHARS)]
     return QueryPlan(
         text=query,
         words=tuple(words),

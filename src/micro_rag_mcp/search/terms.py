@@ -60,9 +60,13 @@ def code_share(text: str) -> float:
     return min(coded / letters, 1.0) if letters else 0.0
 
 
-def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[str]:
+def searched_terms(
+    terms: Sequence[str], shares: Mapping[str, float], *, alone: bool = True
+) -> list[str]:
     """The words a keyword channel searches: the distinctive ones (in at most
-    ``COMMON_SHARE`` of the chunks); a query of common words only keeps them all.
+    ``COMMON_SHARE`` of the chunks); a query of common words only keeps them all, unless
+    they are not ``alone`` (its CJK pairs are searched too: ``图书 libraries`` in a folder
+    of English notes on libraries is searched by ``图书``).
 
     Past ``MAX_SEARCHED_TERMS`` words, the rarest of those the sample saw are kept, then
     the unseen: a word of a long query that is in no sampled chunk is most often in no
@@ -70,7 +74,7 @@ def searched_terms(terms: Sequence[str], shares: Mapping[str, float]) -> list[st
     nothing (LeCaRD: nDCG@10 0.43 so, 0.40 with the rarest whatever they match).
     """
     distinctive = [t for t in terms if shares.get(t, 0.0) <= COMMON_SHARE]
-    kept = distinctive or list(terms)
+    kept = distinctive or (list(terms) if alone else [])
     if len(kept) <= MAX_SEARCHED_TERMS:
         return kept
     order = sorted(kept, key=lambda t: (shares.get(t, 0.0) == 0.0, shares.get(t, 0.0)))

@@ -104,7 +104,7 @@ class CatalogChannels:
         if plan.words:
             weights = (params.title_weight, 1.0)
             words, weight = keyword_hits(
-                self.catalog, plan.words, params.depth, weights, self.files
+                self.catalog, plan.words, params.depth, weights, self.files, alone=not plan.grams
             )
         if plan.grams:  # CJK runs are found by their bigrams (see cjk.py)
             grams = list(plan.grams)

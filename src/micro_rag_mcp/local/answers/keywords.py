@@ -31,13 +31,18 @@ def keyword_hits(
     limit: int,
     weights: tuple[float, float],
     files: Sequence[int] | None = None,
+    *,
+    alone: bool = True,
 ) -> tuple[list[tuple[int, float]], float]:
     """The best ``limit`` chunks for the terms by BM25, best first, with their scores
     (only chunks of ``files``, if given); and what the terms searched weigh (each once,
-    ``held_weight``)."""
+    ``held_weight``). ``alone``: no CJK pairs are searched beside them
+    (``terms.searched_terms``)."""
     distinct = list(dict.fromkeys(terms))
     shares, _ = catalog.terms.shares_among(distinct)
-    searched = searched_terms(distinct, shares)
+    searched = searched_terms(distinct, shares, alone=alone)
+    if not searched:
+        return [], 0.0
     weight = held_weight(searched, shares, catalog.terms.id_span())
     if any(shares[t] <= COMMON_SHARE for t in searched):
         return catalog.keywords.keyword_search(

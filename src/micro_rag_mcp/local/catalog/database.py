@@ -33,6 +33,7 @@ from micro_rag_mcp.local.catalog.schema import (
     is_damage,
 )
 from micro_rag_mcp.local.catalog.terms import TermStats
+from micro_rag_mcp.local.catalog.words import MARK_KEY
 from micro_rag_mcp.local.catalog.writes import FileWrites
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class Catalog:
                     catalog.set_meta("index_version", str(INDEX_VERSION))
                     catalog.set_meta("catalog_id", uuid.uuid4().hex)
                     catalog.set_meta(grams.FILE_GRAMS_KEY, "1")
+                    catalog.set_meta(MARK_KEY, "1")
                 catalog.created = True
             return catalog
         except CatalogCorrupt:

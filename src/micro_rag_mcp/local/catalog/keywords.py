@@ -7,7 +7,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from micro_rag_mcp.local.catalog.words import indexed
+from micro_rag_mcp.local.catalog.words import hashed
 
 
 class KeywordSearch:
@@ -31,7 +31,7 @@ class KeywordSearch:
         a larger score is a better match and every score is positive. With ``scored``,
         only the first that many matching rows (by id) are scored, not every one. With
         ``files``, only chunks of those file ids match (a search's scope). A word with
-        CJK characters is searched as the index holds it (``words.indexed``).
+        CJK characters is searched as the index holds it (``words.hashed``).
         """
         where, scope = within(files)
         source = f"chunks_fts WHERE chunks_fts MATCH ?{where}"
@@ -46,7 +46,7 @@ class KeywordSearch:
                 f"SELECT rowid, -bm25(chunks_fts, ?, ?) AS score FROM {source}"
                 " ORDER BY score DESC LIMIT ?"
             )
-        rows = self._conn.execute(sql, (weights[0], weights[1], indexed(match), *scope, limit))
+        rows = self._conn.execute(sql, (weights[0], weights[1], hashed(match), *scope, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def cjk_search(

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Literal
 
-from micro_rag_mcp.local.catalog.words import indexed
+from micro_rag_mcp.local.catalog.words import hashed
 
 
 class TermStats:
@@ -38,7 +38,7 @@ class TermStats:
                     self._conn.execute(
                         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
                         " AND rowid BETWEEN ? AND ?",
-                        (f'"{indexed(term) if table == "chunks_fts" else term}"', first, last),
+                        (f'"{hashed(term) if table == "chunks_fts" else term}"', first, last),
                     ).fetchone()[0]
                 )
                 for first, last in ranges

@@ -13,7 +13,7 @@ from typing import Any
 import micro_rag_mcp.local.catalog.grams as grams
 from micro_rag_mcp.core.records import FileRecord, NewChunk
 from micro_rag_mcp.local.catalog.packed import pack
-from micro_rag_mcp.local.catalog.words import indexed
+from micro_rag_mcp.local.catalog.words import MARK_KEY, stored_words
 from micro_rag_mcp.text.vector_text import vector_key
 
 
@@ -58,7 +58,7 @@ class FileWrites:
             )
             conn.executemany(
                 "INSERT INTO chunks_fts(rowid, title, text) VALUES (?, ?, ?)",
-                _words(grams.chunk_rows(conn, file_id)),
+                _words(conn, grams.chunk_rows(conn, file_id)),
             )
             grams.store_grams(conn, file_id, chunks)
         return old
@@ -118,7 +118,7 @@ class FileWrites:
         if keys:
             conn.executemany(
                 "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) VALUES ('delete', ?, ?, ?)",
-                _words(grams.chunk_rows(conn, file_id)),
+                _words(conn, grams.chunk_rows(conn, file_id)),
             )
             grams.drop_grams(conn, file_id)
             conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
@@ -138,7 +138,12 @@ class FileWrites:
         return int(row[0])
 
 
-def _words(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[int, str, str]]:
-    """The word index's row of each chunk row (``grams.chunk_rows``): id, title, text."""
+def _words(
+    conn: sqlite3.Connection, rows: Iterable[tuple[Any, ...]]
+) -> Iterator[tuple[int, str, str]]:
+    """The word index's row of each chunk row (``grams.chunk_rows``): id, title, text, as
+    this catalog stores CJK runs (``words.py``)."""
+    marked = conn.execute("SELECT 1 FROM meta WHERE key = ?", (MARK_KEY,)).fetchone()
+    words = stored_words(marked is not None)
     for cid, title, text, *_ in rows:
-        yield int(cid), indexed(title), indexed(text)
+        yield int(cid), words(title), words(text)

@@ -35,8 +35,9 @@ _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def stored_words(marked: bool) -> Callable[[str], str]:
-    """How a catalog's word index is given a text: CJK runs as the mark (``marked``, a
-    catalog with ``MARK_KEY``) or as their hashes (one made before)."""
+    """How a catalog's word index is given a text: short CJK runs as their hashes and
+    long ones as the mark (``marked``, a catalog with ``MARK_KEY``), or every run as its
+    hash (one made before)."""
     return marked_runs if marked else hashed
 
 

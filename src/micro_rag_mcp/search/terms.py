@@ -65,8 +65,9 @@ def searched_terms(
 ) -> list[str]:
     """The words a keyword channel searches: the distinctive ones (in at most
     ``COMMON_SHARE`` of the chunks); a query of common words only keeps them all, unless
-    they are not ``alone`` (its CJK pairs are searched too: ``图书 libraries`` in a folder
-    of English notes on libraries is searched by ``图书``).
+    they are not ``alone``: a CJK clause beside them (searched by its pairs alone,
+    ``search.plan``) is what the query asks, not ``libraries`` in a folder of notes on
+    libraries.
 
     Past ``MAX_SEARCHED_TERMS`` words, the rarest of those the sample saw are kept, then
     the unseen: a word of a long query that is in no sampled chunk is most often in no
